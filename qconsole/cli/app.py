@@ -1,0 +1,59 @@
+"""The typer application object and the console-script entry point."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+app = typer.Typer(
+    name="qconsole",
+    help="Administration and monitoring console for file-based message queues (VSQS, ddmq).\n\n"
+    "`qconsole ROOT` opens the live console; the commands below script it.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+#: the command that `qconsole [ROOT]` means when no command name is given
+DEFAULT_COMMAND = "open"
+
+
+def _command_names() -> set[str]:
+    names = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands if c.callback}
+    names |= {g.name for g in app.registered_groups if g.name}
+    return names
+
+
+def rewrite_argv(argv: list[str]) -> list[str]:
+    """`qconsole`, `qconsole ROOT` and `qconsole --read-only ROOT` mean `qconsole open ...`."""
+    if any(a in ("-h", "--help", "--version") for a in argv[:1]):
+        return argv
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or first not in _command_names():
+        return [DEFAULT_COMMAND, *argv]
+    return argv
+
+
+def main() -> None:
+    from . import register_all
+
+    register_all()
+    args = rewrite_argv(sys.argv[1:])
+    if args[:1] == ["--version"]:
+        from .. import __version__
+
+        print(f"qconsole {__version__}")
+        return
+    try:
+        app(args=args, prog_name="qconsole")
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as err:  # last resort: one line, never a traceback (QCONSOLE_DEBUG=1 shows it)
+        if os.environ.get("QCONSOLE_DEBUG"):
+            raise
+        sys.stderr.write(f"qconsole: internal error: {err.__class__.__name__}: {err} (QCONSOLE_DEBUG=1 for details)\n")
+        sys.exit(70)

@@ -1,0 +1,71 @@
+"""What every command shares: the root/layout/read-only/audit options and error handling."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+
+from ..errors import QConsoleError
+from ..safetext import escape_controls
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ROOT_HELP = "Queue root directory (or $QCONSOLE_ROOT)."
+
+RootArg = Annotated[Optional[str], typer.Argument(help=ROOT_HELP, show_default=False)]
+RootOpt = Annotated[
+    Optional[str],
+    typer.Option("--root", "-r", envvar="QCONSOLE_ROOT", help=ROOT_HELP, show_default=False),
+]
+LayoutOpt = Annotated[
+    str, typer.Option("--layout", help="Layout of the root: auto, vsqs or ddmq.", case_sensitive=False)
+]
+ReadOnlyOpt = Annotated[
+    bool,
+    typer.Option("--read-only", envvar="QCONSOLE_READ_ONLY", help="Refuse every change (or QCONSOLE_READ_ONLY=1)."),
+]
+AuditLogOpt = Annotated[
+    Optional[str],
+    typer.Option("--audit-log", help="Append the audit log here instead of <root>/.qconsole/audit.log.",
+                 show_default=False),
+]
+QueueArg = Annotated[str, typer.Argument(help="Queue name (a plain name: no '/' or '..').", show_default=False)]
+
+
+def fail(message: str, code: int = 2) -> "typer.Exit":
+    """Print one line on stderr and return the Exit to raise."""
+    sys.stderr.write(f"qconsole: {escape_controls(message, keep_newlines=False)}\n")
+    sys.stderr.flush()
+    return typer.Exit(code)
+
+
+def guarded(func: F) -> F:
+    """Turn operator errors into one line and a non-zero exit instead of a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except QConsoleError as err:
+            raise fail(str(err), err.exit_code) from None
+        except PermissionError as err:
+            raise fail(f"permission denied: {err.filename or err}") from None
+        except OSError as err:
+            where = f"{err.filename}: " if err.filename else ""
+            raise fail(f"{where}{err.strerror or err}") from None
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+        except BrokenPipeError:  # `qconsole ls q | head`
+            os._exit(0)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def pick_root(positional: str | None, option: str | None) -> str | None:
+    """A positional ROOT wins over --root, which already falls back to $QCONSOLE_ROOT."""
+    return positional or option or os.environ.get("QCONSOLE_ROOT") or None

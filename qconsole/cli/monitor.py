@@ -1,0 +1,209 @@
+"""Read-only commands: stats, check, ls, peek. None of them changes anything on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from enum import Enum
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..errors import QConsoleError
+from ..scan import Root
+from ..states import STATES
+from .app import app
+from .common import AuditLogOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootArg, RootOpt, fail, guarded, pick_root
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    prometheus = "prometheus"
+
+
+def _stdout_console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def _dump(doc: Any, pretty: bool) -> str:
+    return json.dumps(doc, indent=2 if pretty else None, ensure_ascii=True)
+
+
+@app.command()
+@guarded
+def stats(
+    root: RootArg = None,
+    root_opt: RootOpt = None,
+    json_: Annotated[bool, typer.Option("--json", help="Shorthand for --format json.")] = False,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+    queue: Annotated[Optional[list[str]], typer.Option("--queue", "-q", help="Only this queue (repeatable).")] = None,
+    watch: Annotated[Optional[float], typer.Option("--watch", "-w", min=0.1, help="Rescan every N seconds; with JSON one document per line.")] = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Counts by state for every queue: a table, JSON (schema qconsole.stats/1) or Prometheus text."""
+    from ..output import prometheus
+    from ..output.stats_json import stats_document
+
+    fmt = Format.json if json_ else fmt
+    handle = Root(pick_root(root, root_opt), layout)
+
+    def once() -> None:
+        scan = handle.scan(queue)
+        if fmt is Format.json:
+            sys.stdout.write(_dump(stats_document(scan), pretty=watch is None) + "\n")
+        elif fmt is Format.prometheus:
+            sys.stdout.write(prometheus.render(scan))
+        else:
+            from ..output.tables import stats_table
+
+            _stdout_console().print(stats_table(scan))
+        sys.stdout.flush()
+
+    if watch is None:
+        once()
+        return
+    try:
+        while True:
+            started = time.monotonic()
+            once()
+            time.sleep(max(0.0, watch - (time.monotonic() - started)))
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+
+
+@app.command()
+def check(
+    root: RootArg = None,
+    root_opt: RootOpt = None,
+    queue: Annotated[Optional[list[str]], typer.Option("--queue", "-q", help="Only this queue (repeatable).")] = None,
+    warn_ready: Annotated[Optional[int], typer.Option(min=0, help="WARNING at this many ready messages.")] = None,
+    crit_ready: Annotated[Optional[int], typer.Option(min=0, help="CRITICAL at this many ready messages.")] = None,
+    warn_age: Annotated[Optional[float], typer.Option(min=0, help="WARNING when the oldest ready message is this many seconds old.")] = None,
+    crit_age: Annotated[Optional[float], typer.Option(min=0, help="CRITICAL at this oldest-ready age (s).")] = None,
+    warn_expired: Annotated[Optional[int], typer.Option(min=0, help="WARNING at this many expired messages.")] = None,
+    crit_expired: Annotated[Optional[int], typer.Option(min=0, help="CRITICAL at this many expired messages.")] = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Nagios/Icinga plugin: one status line with perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
+    from ..output.nagios import UNKNOWN, Thresholds, evaluate
+    from ..safetext import escape_controls
+
+    try:
+        scan = Root(pick_root(root, root_opt), layout).scan(queue)
+        code, line = evaluate(scan, Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired))
+    except (QConsoleError, OSError) as err:
+        msg = str(err) if isinstance(err, QConsoleError) else (err.strerror or str(err))
+        code, line = UNKNOWN, f"QCONSOLE UNKNOWN - {escape_controls(msg, keep_newlines=False)}"
+    sys.stdout.write(line + "\n")
+    raise typer.Exit(code)
+
+
+def _sizes(queue_dir: str, relpaths: list[str]) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for rel in relpaths:
+        try:
+            out[rel] = os.lstat(os.path.join(queue_dir, rel)).st_size
+        except OSError:
+            out[rel] = None  # consumed or moved since the listing
+    return out
+
+
+@app.command("ls")
+@guarded
+def ls_(
+    queue: QueueArg,
+    state: Annotated[Optional[str], typer.Option("--state", "-s", help=f"Only this state ({', '.join(STATES[:4])}).")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=1, help="At most N messages.")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="One JSON document.")] = False,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Messages of a queue: ready ones in the order the real consumer takes them, then in-flight by deadline."""
+    from ..output.stats_json import iso_utc
+
+    if state is not None and state not in STATES:
+        raise fail(f"unknown state {state!r}: use one of {', '.join(STATES)}")
+    handle = Root(pick_root(None, root_opt), layout)
+    scan = handle.scan_queue(queue, collect=True)
+    msgs = [m for m in scan.messages or () if state is None or m.state == state]
+    shown = msgs[:limit] if limit else msgs
+    sizes = _sizes(handle.queue_path(queue), [m.relpath for m in shown])
+    now = scan.scanned_at
+    if json_:
+        doc = {
+            "schema": "qconsole.ls/1",
+            "root": handle.path,
+            "queue": queue,
+            "layout": handle.layout,
+            "generated_at": iso_utc(now),
+            "count": len(msgs),
+            "shown": len(shown),
+            "messages": [
+                {
+                    "position": i + 1 if m.state == "ready" else None,
+                    "id": m.id,
+                    "state": m.state,
+                    "file": m.relpath,
+                    "priority": m.priority,
+                    "created_at": None if m.created_at is None else iso_utc(m.created_at),
+                    "deadline": None if m.deadline is None else iso_utc(m.deadline),
+                    "expires_in_s": None if m.deadline is None else round(m.deadline - now, 3),
+                    "size_bytes": sizes.get(m.relpath),
+                }
+                for i, m in enumerate(shown)
+            ],
+            "warnings": scan.warnings,
+            "errors": scan.errors,
+        }
+        sys.stdout.write(_dump(doc, pretty=True) + "\n")
+        return
+    from ..output.tables import messages_table
+
+    console = _stdout_console()
+    console.print(messages_table(queue, shown, now, sizes))
+    if len(shown) < len(msgs):
+        console.print(f"{len(shown)} of {len(msgs)} shown (--limit)")
+    for w in scan.warnings:
+        console.print(f"[yellow]warning[/] {w}")
+
+
+@app.command()
+@guarded
+def peek(
+    queue: QueueArg,
+    ident: Annotated[Optional[str], typer.Argument(metavar="[ID]", help="Message id or file name; default: the one the consumer takes next.", show_default=False)] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Metadata and payload as JSON.")] = False,
+    raw: Annotated[bool, typer.Option("--raw", help="The whole payload, bytes as they are (no cap, no escaping) when stdout is not a terminal.")] = False,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Show one message without changing its state: pretty JSON, text, or a hex dump for binary."""
+    from ..output.peek_view import peek_document, render_peek
+    from ..payload import DEFAULT_CAP, read_payload
+    from ..scan import find_message, next_message
+
+    handle = Root(pick_root(None, root_opt), layout)
+    scan = handle.scan_queue(queue, collect=True)
+    msg = find_message(scan, ident) if ident else next_message(scan)
+    payload = read_payload(handle.queue_path(queue), msg, cap=None if raw else DEFAULT_CAP)
+    if json_:
+        sys.stdout.write(_dump(peek_document(handle, msg, payload), pretty=True) + "\n")
+        return
+    if raw and not sys.stdout.isatty():
+        sys.stdout.buffer.write(payload.body)
+        sys.stdout.flush()
+        return
+    _stdout_console().print(render_peek(msg, payload, scan.scanned_at))

@@ -1,0 +1,59 @@
+"""Helpers both layouts share: listing a directory without following links or reading files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+#: qconsole's own transient files (publish temp files, requeue/move claims) start with this.
+#: Neither client lists them: VSQS cannot int() them, ddmq's ``*.ddmq*`` glob never matches
+#: (the names never contain ".ddmq"). A scan counts them as ``writing``.
+QC_TEMP_PREFIX = ".qconsole-"
+
+#: Errors listed per queue before the rest are summarised, so a queue of junk stays readable.
+MAX_ERRORS = 20
+
+
+def is_ascii_digits(s: str) -> bool:
+    return s.isascii() and s.isdigit()
+
+
+def list_entries(path: str) -> Iterator[tuple[str, bool]]:
+    """Yield ``(name, is_regular_file)`` from one directory listing.
+
+    Uses the type the directory entry already carries (no stat per file on Linux/NFS);
+    symlinks are never followed, so a link named like a message is not a regular file.
+    """
+    with os.scandir(path) as it:
+        for entry in it:
+            try:
+                regular = entry.is_file(follow_symlinks=False)
+            except OSError:
+                regular = False
+            yield entry.name, regular
+
+
+class ErrorList:
+    """Collects per-queue error lines, capped at MAX_ERRORS with a summary line."""
+
+    __slots__ = ("lines", "dropped")
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.dropped = 0
+
+    def add(self, line: str) -> None:
+        if len(self.lines) < MAX_ERRORS:
+            self.lines.append(line)
+        else:
+            self.dropped += 1
+
+    def result(self) -> list[str]:
+        if self.dropped:
+            return self.lines + [f"... and {self.dropped} more"]
+        return list(self.lines)
+
+
+def os_error_line(err: OSError, what: str) -> str:
+    reason = err.strerror or err.__class__.__name__
+    return f"cannot read {what}: {reason}"

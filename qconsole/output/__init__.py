@@ -1,0 +1,1 @@
+"""Layer 3: renderings of scans (JSON, Prometheus text, Nagios lines, Rich tables)."""

@@ -1,0 +1,43 @@
+"""Short human forms of ages, countdowns, sizes and times (shared by tables and the TUI)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+
+def duration(seconds: float | None) -> str:
+    """``42s``, ``3m05s``, ``2h07m``, ``3d04h``; ``-`` for None."""
+    if seconds is None:
+        return "-"
+    s = int(round(seconds))
+    sign = "-" if s < 0 else ""
+    s = abs(s)
+    if s < 60:
+        return f"{sign}{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{sign}{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{sign}{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{sign}{d}d{h:02d}h"
+
+
+def size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def clock(ts: float | None, *, utc: bool = False) -> str:
+    """A timestamp as ``YYYY-mm-dd HH:MM:SS`` (local time unless utc)."""
+    if ts is None:
+        return "-"
+    dt = datetime.fromtimestamp(ts, tz=timezone.utc if utc else None)
+    return dt.strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,70 @@
+"""``qconsole check``: a Nagios/Icinga plugin line and exit code from a scan."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..model import RootScan
+from ..safetext import safe_name
+from ..states import EXPIRED, READY
+
+OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
+NAMES = {OK: "OK", WARNING: "WARNING", CRITICAL: "CRITICAL", UNKNOWN: "UNKNOWN"}
+
+
+@dataclass
+class Thresholds:
+    warn_ready: int | None = None
+    crit_ready: int | None = None
+    warn_age: float | None = None
+    crit_age: float | None = None
+    warn_expired: int | None = None
+    crit_expired: int | None = None
+
+
+def _perf_label(name: str) -> str:
+    # perfdata labels: no quotes or '=', keep it to a safe charset
+    return re.sub(r"[^A-Za-z0-9_.:-]", "_", name)
+
+
+def _level(value: float, warn: float | None, crit: float | None) -> int:
+    if crit is not None and value >= crit:
+        return CRITICAL
+    if warn is not None and value >= warn:
+        return WARNING
+    return OK
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return ""
+    return str(int(x)) if float(x).is_integer() else f"{x:.3f}"
+
+
+def evaluate(scan: RootScan, t: Thresholds) -> tuple[int, str]:
+    """(exit code, the one status line with perfdata)."""
+    now = scan.generated_at
+    status = OK
+    problems: list[str] = []
+    perf: list[str] = []
+    for q in scan.queues:
+        ready, expired = q.counts[READY], q.counts[EXPIRED]
+        age = q.oldest_ready_age(now) or 0.0
+        for what, value, warn, crit, unit in (
+            ("ready", ready, t.warn_ready, t.crit_ready, ""),
+            ("age", age, t.warn_age, t.crit_age, "s"),
+            ("expired", expired, t.warn_expired, t.crit_expired, ""),
+        ):
+            lvl = _level(value, warn, crit)
+            if lvl != OK:
+                problems.append(f"{safe_name(q.name)} {what}={_fmt(value)}{unit} ({NAMES[lvl]})")
+                status = max(status, lvl)
+            perf.append(f"{_perf_label(q.name)}_{what}={_fmt(value)}{unit};{_fmt(warn)};{_fmt(crit)};0;")
+        if q.errors:
+            problems.append(f"{safe_name(q.name)}: {len(q.errors)} scan error(s)")
+            status = max(status, WARNING)
+    totals = scan.totals()
+    summary = f"{len(scan.queues)} queues, {totals[READY]} ready, {totals['inflight']} inflight, {totals[EXPIRED]} expired"
+    text = summary if not problems else "; ".join(problems) + f" - {summary}"
+    return status, f"QCONSOLE {NAMES[status]} - {text} | " + " ".join(perf)

@@ -1,0 +1,87 @@
+"""Peek rendered for a terminal (Rich) and as JSON."""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+from ..model import Message
+from ..payload import BINARY, JSON, Payload
+from ..safetext import safe_text
+from . import humanize
+from .stats_json import iso_utc
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from ..scan import Root
+
+
+def metadata(msg: Message, payload: Payload, now: float) -> list[tuple[str, str]]:
+    """(label, value) pairs shown beside a payload; values are untrusted, escape before display."""
+    rows = [("queue", msg.queue), ("id", msg.id), ("state", msg.state), ("file", msg.relpath)]
+    if msg.priority_text is not None:
+        rows.append(("priority", msg.priority_text))
+    rows.append(("created", humanize.clock(msg.created_at)))
+    if msg.deadline is not None:
+        left = msg.deadline - now
+        rows.append(("deadline", f"{humanize.clock(msg.deadline)} ({'in ' + humanize.duration(left) if left > 0 else humanize.duration(-left) + ' ago'})"))
+    rows.append(("size", humanize.size(payload.size)))
+    rows.append(("kind", payload.kind))
+    for key in ("requeue_counter", "requeue_limit", "requeue", "timeout", "queue_number"):
+        if key in payload.fields:
+            rows.append((key, str(payload.fields[key])))
+    return rows
+
+
+def render_peek(msg: Message, payload: Payload, now: float) -> "RenderableType":
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    meta = Table.grid(padding=(0, 2))
+    meta.add_column(style="bold")
+    meta.add_column()
+    for label, value in metadata(msg, payload, now):
+        meta.add_row(label, safe_text(value, keep_newlines=False))
+    parts: list[Any] = [meta, Text("")]
+    if payload.error:
+        parts.append(Text(f"warning: {payload.error}", style="yellow"))
+    body = payload.pretty()
+    if payload.kind == JSON:
+        from ..safetext import escape_controls
+        from rich.syntax import Syntax  # Syntax never parses markup; controls escaped first
+
+        parts.append(Syntax(escape_controls(body), "json", theme="ansi_dark", word_wrap=True, background_color="default"))
+    else:
+        parts.append(safe_text(body))
+    if payload.truncated:
+        parts.append(Text(f"\n… showing {humanize.size(len(payload.body))} of {humanize.size(payload.size)} (--raw for all)", style="dim"))
+    return Group(*parts)
+
+
+def peek_document(root: "Root", msg: Message, payload: Payload) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema": "qconsole.peek/1",
+        "root": root.path,
+        "queue": msg.queue,
+        "layout": msg.layout,
+        "id": msg.id,
+        "state": msg.state,
+        "file": msg.relpath,
+        "priority": msg.priority,
+        "created_at": None if msg.created_at is None else iso_utc(msg.created_at),
+        "deadline": None if msg.deadline is None else iso_utc(msg.deadline),
+        "size_bytes": payload.size,
+        "kind": payload.kind,
+        "truncated": payload.truncated,
+        "fields": payload.fields,
+        "error": payload.error,
+    }
+    if payload.kind == BINARY:
+        doc["payload_base64"] = base64.b64encode(payload.body).decode()
+    elif payload.kind == JSON and payload.parsed is not None:
+        doc["payload"] = payload.parsed
+    else:
+        doc["payload"] = payload.text()
+    return doc

@@ -1,0 +1,50 @@
+"""The ``qconsole stats --json`` document: a contract for monitoring scripts.
+
+Never change its shape without bumping SCHEMA.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from ..model import QueueScan, RootScan
+from ..states import DDMQ, STATES
+
+SCHEMA = "qconsole.stats/1"
+
+
+def iso_utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
+
+
+def queue_doc(q: QueueScan, now: float) -> dict[str, Any]:
+    doc: dict[str, Any] = {"name": q.name, "layout": q.layout}
+    for s in STATES:
+        doc[s] = q.counts[s]
+    doc["total"] = q.total
+    doc["oldest_ready_age_s"] = _round(q.oldest_ready_age(now))
+    doc["next_expiry_s"] = _round(q.next_expiry_in(now))
+    if q.layout == DDMQ:
+        doc["by_priority"] = q.by_priority or {}
+    doc["warnings"] = list(q.warnings)
+    doc["errors"] = list(q.errors)
+    return doc
+
+
+def stats_document(scan: RootScan) -> dict[str, Any]:
+    now = scan.generated_at
+    return {
+        "schema": SCHEMA,
+        "root": scan.root,
+        "layout": scan.layout,
+        "generated_at": iso_utc(now),
+        "scan_duration_s": round(scan.duration_s, 4),
+        "queues": [queue_doc(q, now) for q in scan.queues],
+        "totals": {"queues": len(scan.queues), **scan.totals()},
+        "errors": list(scan.errors),
+    }

@@ -1,0 +1,117 @@
+"""ddmq settings as the client resolves them: defaults <- root ddmq.yaml <- queue ddmq.yaml.
+
+Reading only (layer 1); saving is an operation (:mod:`qconsole.ops`). YAML is loaded with
+``safe_load`` only, so ``!!python/...`` tags in a shared file can never run code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import QConsoleError
+
+CONFIG = "ddmq.yaml"
+DEFAULTS: dict[str, Any] = {
+    "message_timeout": 600,
+    "priority": 999,
+    "requeue": True,
+    "requeue_prio": 0,
+    "cleaned": 0,
+}
+#: what each known key must be: non-negative int, or bool
+KINDS: dict[str, type] = {
+    "message_timeout": int,
+    "priority": int,
+    "requeue": bool,
+    "requeue_prio": int,
+    "cleaned": int,
+}
+DEFAULT, ROOT, QUEUE = "default", "root", "queue"
+
+
+class SettingsError(QConsoleError):
+    """A ddmq.yaml that cannot be read or parsed, or a value that is not valid."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    value: Any
+    source: str  # default | root | queue
+
+
+def config_path(root: str, queue: str | None = None) -> str:
+    return os.path.join(root, queue, CONFIG) if queue else os.path.join(root, CONFIG)
+
+
+def load_config(path: str) -> dict[str, Any]:
+    """A ddmq.yaml as a dict ({} when empty or missing); SettingsError when it is not a mapping."""
+    import yaml  # only commands that need settings pay for PyYAML
+
+    try:
+        with open(path, "rb") as fh:
+            data = yaml.safe_load(fh)
+    except FileNotFoundError:
+        return {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise SettingsError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', None) or err}") from None
+    except OSError as err:
+        raise SettingsError(f"{path}: {err.strerror}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: expected a mapping of settings, found {type(data).__name__}")
+    return data
+
+
+def effective(root: str, queue: str | None = None) -> dict[str, Setting]:
+    """Every key's effective value and where it comes from; unknown keys included."""
+    out = {k: Setting(k, v, DEFAULT) for k, v in DEFAULTS.items()}
+    for source, path in ((ROOT, config_path(root)), (QUEUE, config_path(root, queue) if queue else None)):
+        if path is None:
+            continue
+        for k, v in load_config(path).items():
+            out[str(k)] = Setting(str(k), v, source)
+    return out
+
+
+def parse_value(key: str, text: str) -> Any:
+    """Turn a command-line/form value into what ddmq expects; SettingsError when invalid."""
+    kind = KINDS.get(key)
+    raw = text.strip()
+    if kind is bool:
+        low = raw.lower()
+        if low in ("true", "yes", "on", "1"):
+            return True
+        if low in ("false", "no", "off", "0"):
+            return False
+        raise SettingsError(f"{key}: expected true or false, got {text!r}")
+    if kind is int:
+        if not (raw.isascii() and raw.isdigit()):
+            raise SettingsError(f"{key}: expected a non-negative integer, got {text!r}")
+        return int(raw)
+    # unknown keys: keep YAML's own typing of a scalar, safely
+    import yaml
+
+    try:
+        return yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError:
+        return raw
+
+
+def validate(values: dict[str, Any]) -> list[str]:
+    """Problems with known keys' types/ranges (empty list: valid). Unknown keys are allowed."""
+    problems = []
+    for key, kind in KINDS.items():
+        if key not in values:
+            continue
+        v = values[key]
+        if kind is bool and not isinstance(v, bool):
+            problems.append(f"{key}: expected true or false, got {v!r}")
+        elif kind is int and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            problems.append(f"{key}: expected a non-negative integer, got {v!r}")
+    return problems
