@@ -53,6 +53,8 @@ def guarded(func: F) -> F:
             return func(*args, **kwargs)
         except QConsoleError as err:
             raise fail(str(err), err.exit_code) from None
+        except BrokenPipeError:  # `qconsole ls q | head` (an OSError: must come first)
+            os._exit(0)
         except PermissionError as err:
             raise fail(f"permission denied: {err.filename or err}") from None
         except OSError as err:
@@ -60,8 +62,6 @@ def guarded(func: F) -> F:
             raise fail(f"{where}{err.strerror or err}") from None
         except KeyboardInterrupt:
             raise typer.Exit(130) from None
-        except BrokenPipeError:  # `qconsole ls q | head`
-            os._exit(0)
 
     return wrapper  # type: ignore[return-value]
 

@@ -100,8 +100,13 @@ def check(
     try:
         scan = Root(pick_root(root, root_opt), layout).scan(queue)
         code, line = evaluate(scan, Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired))
-    except (QConsoleError, OSError) as err:
-        msg = str(err) if isinstance(err, QConsoleError) else (err.strerror or str(err))
+    except Exception as err:  # a monitoring plugin answers UNKNOWN (3), never a traceback
+        if isinstance(err, QConsoleError):
+            msg = str(err)
+        elif isinstance(err, OSError):
+            msg = f"{err.filename}: {err.strerror}" if err.filename else (err.strerror or str(err))
+        else:
+            msg = f"internal error: {err.__class__.__name__}: {err}"
         code, line = UNKNOWN, f"QCONSOLE UNKNOWN - {escape_controls(msg, keep_newlines=False)}"
     sys.stdout.write(line + "\n")
     raise typer.Exit(code)
@@ -178,6 +183,23 @@ def ls_(
         console.print(f"[yellow]warning[/] {w}")
 
 
+def _find(scan: Any, ident: str) -> Any:
+    """find_message, then a unique id prefix (``ls`` shows ddmq ids shortened with '…')."""
+    from ..errors import MessageNotFoundError
+    from ..scan import find_message
+
+    try:
+        return find_message(scan, ident)
+    except MessageNotFoundError:
+        prefix = ident.rstrip("…")
+        hits = [m for m in scan.messages or () if prefix and m.id.startswith(prefix)]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise MessageNotFoundError(f"{ident!r} matches {len(hits)} messages in {scan.name!r}: give more of the id") from None
+        raise
+
+
 @app.command()
 @guarded
 def peek(
@@ -197,7 +219,7 @@ def peek(
 
     handle = Root(pick_root(None, root_opt), layout)
     scan = handle.scan_queue(queue, collect=True)
-    msg = find_message(scan, ident) if ident else next_message(scan)
+    msg = _find(scan, ident) if ident else next_message(scan)
     payload = read_payload(handle.queue_path(queue), msg, cap=None if raw else DEFAULT_CAP)
     if json_:
         sys.stdout.write(_dump(peek_document(handle, msg, payload), pretty=True) + "\n")

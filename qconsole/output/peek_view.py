@@ -41,7 +41,7 @@ def render_peek(msg: Message, payload: Payload, now: float) -> "RenderableType":
 
     meta = Table.grid(padding=(0, 2))
     meta.add_column(style="bold")
-    meta.add_column()
+    meta.add_column(overflow="fold")  # a file name is shown whole, folded if it must
     for label, value in metadata(msg, payload, now):
         meta.add_row(label, safe_text(value, keep_newlines=False))
     parts: list[Any] = [meta, Text("")]
@@ -54,7 +54,9 @@ def render_peek(msg: Message, payload: Payload, now: float) -> "RenderableType":
 
         parts.append(Syntax(escape_controls(body), "json", theme="ansi_dark", word_wrap=True, background_color="default"))
     else:
-        parts.append(safe_text(body))
+        text = safe_text(body)
+        text.end = "\n"  # safe_text ends without one; the shell prompt must not follow the payload
+        parts.append(text)
     if payload.truncated:
         parts.append(Text(f"\n… showing {humanize.size(len(payload.body))} of {humanize.size(payload.size)} (--raw for all)", style="dim"))
     return Group(*parts)

@@ -1,4 +1,8 @@
-"""Rich tables for terminal output; every cell of queue data goes through safe_text."""
+"""Rich tables for terminal output; every cell of queue data goes through safe_text.
+
+Both tables fit 80 columns: short headers, no box borders between cells, one line per row
+(long names are shortened with an ellipsis; ``--json`` always carries the full values).
+"""
 
 from __future__ import annotations
 
@@ -6,28 +10,47 @@ from typing import TYPE_CHECKING
 
 from ..model import Message, RootScan
 from ..safetext import safe_text
-from ..states import EXPIRED, INFLIGHT, READY, STATES
+from ..states import DDMQ, EXPIRED, INFLIGHT, READY, STATES
 from . import humanize
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
 STATE_STYLES = {READY: "green", INFLIGHT: "cyan", EXPIRED: "red", "writing": "yellow", "foreign": "magenta"}
+#: a ddmq id is 32 hex digits; this many identify it in practice (peek takes a unique prefix)
+SHORT_ID = 12
+
+
+def short_id(msg: Message) -> str:
+    """The id as the ls table shows it: ddmq's 32 hex digits cut to a unique-enough prefix."""
+    if msg.layout == DDMQ and len(msg.id) > SHORT_ID + 1:
+        return msg.id[:SHORT_ID] + "…"
+    return msg.id
+
+
+def _table(**kwargs: object) -> "Table":
+    from rich import box
+    from rich.table import Table
+
+    return Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True, title_justify="left", **kwargs)  # type: ignore[arg-type]
+
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def stats_table(scan: RootScan) -> "RenderableType":
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
 
     now = scan.generated_at
-    table = Table(title=safe_text(f"{scan.root}  ({scan.layout})"), title_justify="left")
-    table.add_column("queue")
+    table = _table(title=safe_text(f"{scan.root}  ({scan.layout})"), show_footer=False)
+    table.add_column("queue", overflow="ellipsis", no_wrap=True, min_width=5)
     for s in STATES:
-        table.add_column(s, justify="right", style=STATE_STYLES.get(s, ""))
-    table.add_column("total", justify="right")
-    table.add_column("oldest ready", justify="right")
-    table.add_column("next expiry", justify="right")
+        table.add_column(s, justify="right", style=STATE_STYLES.get(s, ""), no_wrap=True)
+    table.add_column("total", justify="right", no_wrap=True)
+    table.add_column("oldest", justify="right", no_wrap=True)
+    table.add_column("next-exp", justify="right", no_wrap=True)
     for q in scan.queues:
         table.add_row(
             safe_text(q.name, keep_newlines=False),
@@ -37,8 +60,9 @@ def stats_table(scan: RootScan) -> "RenderableType":
             humanize.duration(q.next_expiry_in(now)),
         )
     totals = scan.totals()
-    table.add_section()
-    table.add_row(Text("total", style="bold"), *[str(totals[s]) for s in STATES], str(totals["total"]), "", "")
+    if len(scan.queues) > 1:
+        table.add_section()
+        table.add_row(Text("total", style="bold"), *[str(totals[s]) for s in STATES], str(totals["total"]), "", "")
     notes: list[Text] = []
     for q in scan.queues:
         for w in q.warnings:
@@ -50,26 +74,34 @@ def stats_table(scan: RootScan) -> "RenderableType":
     return Group(table, *notes) if notes else table
 
 
-def messages_table(queue: str, messages: list[Message], now: float, sizes: dict[str, int | None]) -> "RenderableType":
-    from rich.table import Table
+def _created(ts: float | None, now: float) -> str:
+    """``HH:MM:SS`` today, ``mm-dd HH:MM`` otherwise (the full time is in --json)."""
+    if ts is None:
+        return "-"
+    full = humanize.clock(ts)
+    return full[11:] if full[:10] == humanize.clock(now)[:10] else full[5:16]
 
-    table = Table(title=safe_text(queue), title_justify="left")
-    for col, just in (("#", "right"), ("id", "left"), ("state", "left"), ("priority", "right"),
+
+def _deadline(deadline: float | None, now: float) -> str:
+    if deadline is None:
+        return "-"
+    left = deadline - now
+    return f"in {humanize.duration(left)}" if left > 0 else f"{humanize.duration(-left)} ago"
+
+
+def messages_table(queue: str, messages: list[Message], now: float, sizes: dict[str, int | None]) -> "RenderableType":
+    table = _table(title=safe_text(queue))
+    for col, just in (("#", "right"), ("id", "left"), ("state", "left"), ("prio", "right"),
                       ("created", "left"), ("deadline", "left"), ("size", "right")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis")  # type: ignore[arg-type]
     for i, m in enumerate(messages, 1):
-        if m.deadline is not None:
-            left = m.deadline - now
-            dl = f"{humanize.clock(m.deadline)} ({'in ' + humanize.duration(left) if left > 0 else humanize.duration(-left) + ' ago'})"
-        else:
-            dl = "-"
         table.add_row(
             str(i) if m.state == READY else "",
-            safe_text(m.id, keep_newlines=False),
+            safe_text(short_id(m), keep_newlines=False),
             safe_text(m.state, STATE_STYLES.get(m.state, "")),
             m.priority_text or "-",
-            humanize.clock(m.created_at),
-            dl,
+            _created(m.created_at, now),
+            _deadline(m.deadline, now),
             humanize.size(sizes.get(m.relpath)),
         )
     return table
