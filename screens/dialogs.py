@@ -1,0 +1,72 @@
+"""Small modal dialogs: a yes/no question and a queue picker."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, OptionList
+from textual.widgets.option_list import Option
+
+from qconsole.safetext import safe_text
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Ask before anything destructive; `y` confirms, `n`/escape declines (the default)."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+    ]
+
+    def __init__(self, question: str, detail: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.detail = detail
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(safe_text(self.question, keep_newlines=False), classes="question")
+            if self.detail:
+                yield Label(safe_text(self.detail), classes="detail")
+            with Horizontal(classes="buttons"):
+                yield Button("No", id="no", variant="primary")
+                yield Button("Yes", id="yes", variant="error")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class PickQueueScreen(ModalScreen[str | None]):
+    """Pick a destination queue (for move)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="pick.cancel")]
+
+    def __init__(self, title: str, names: list[str]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.names = names
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(safe_text(self.title_text, keep_newlines=False), classes="question")
+            if self.names:
+                yield OptionList(*[Option(safe_text(n, keep_newlines=False), id=n) for n in self.names])
+            else:
+                yield Label("no other queue in this root", classes="detail")
+
+    @on(OptionList.OptionSelected)
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

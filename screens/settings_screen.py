@@ -1,0 +1,193 @@
+"""ddmq settings: root and queue ddmq.yaml side by side, each key's effective value and its source."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, VerticalScroll
+from textual.message import Message as TMessage
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Label, Static
+
+from qconsole import settings
+from qconsole.errors import QConsoleError
+from qconsole.safetext import safe_name, safe_text
+from qconsole.scan import Root
+from qconsole.states import DDMQ
+
+LEVELS = ("root", "queue")
+
+
+def show_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+class SettingsScreen(Screen[None]):
+    """A form over both ddmq.yaml files; validates as you type; saves atomically through the core."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", id="settings.save"),
+        Binding("escape", "back", "Back", id="settings.back"),
+    ]
+
+    class Loaded(TMessage):
+        def __init__(self, files: dict[str, dict[str, Any]], eff: dict[str, settings.Setting], error: str | None) -> None:
+            super().__init__()
+            self.files = files
+            self.eff = eff
+            self.error = error
+
+    def __init__(self, root: Root, queue: str) -> None:
+        super().__init__()
+        self.qroot = root
+        self.queue = queue
+        self.files: dict[str, dict[str, Any]] = {}
+        self.keys: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(Text.assemble(("settings  ", "bold"), ("queue ", "dim"), (safe_name(self.queue), "bold")), id="stitle")
+        with VerticalScroll(id="settings"):
+            if self.qroot.layout != DDMQ:
+                yield Static(Text("VSQS has no settings: a VSQS queue is just a directory, with no "
+                                  "configuration file (timeouts are chosen by each consumer).", style="italic"),
+                             id="nosettings")
+            else:
+                yield Static(Text("loading…", style="dim"), id="sload")
+        yield Static(id="serror")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.qroot.layout == DDMQ:
+            self._load_worker()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="settings")
+    def _load_worker(self) -> None:
+        files: dict[str, dict[str, Any]] = {}
+        try:
+            files["root"] = settings.load_config(settings.config_path(self.qroot.path))
+            files["queue"] = settings.load_config(settings.config_path(self.qroot.path, self.qroot_queue()))
+            eff = settings.effective(self.qroot.path, self.queue)
+            self.post_message(self.Loaded(files, eff, None))
+        except QConsoleError as err:
+            self.post_message(self.Loaded({}, {}, str(err)))
+
+    def qroot_queue(self) -> str:
+        self.qroot.queue_path(self.queue)  # validates the name
+        return self.queue
+
+    async def on_settings_screen_loaded(self, event: Loaded) -> None:
+        box = self.query_one("#settings", VerticalScroll)
+        await box.query("#sload").remove()
+        if event.error:
+            await box.mount(Static(safe_text(event.error, style="red")))
+            return
+        self.files = event.files
+        self.keys = list(settings.DEFAULTS) + sorted(k for k in event.eff if k not in settings.DEFAULTS)
+        grid = Grid(id="sgrid")
+        await box.mount(grid)
+        cells: list[Any] = [Label(Text("key", style="bold")), Label(Text("root file", style="bold")),
+                            Label(Text("queue file", style="bold")), Label(Text("effective (source)", style="bold"))]
+        for key in self.keys:
+            cells.append(Label(safe_text(key, keep_newlines=False)))
+            for level in LEVELS:
+                value = self.files[level].get(key)
+                inp = Input(show_value(value) if key in self.files[level] else "",
+                            placeholder="-", id=f"{level}--{key}" if key.isidentifier() else None,
+                            classes="setting", disabled=self.app.read_only)  # type: ignore[attr-defined]
+                inp.setting = (level, key)  # type: ignore[attr-defined]
+                cells.append(inp)
+            cells.append(Label(id=f"eff--{key}" if key.isidentifier() else None, classes="effective"))
+            cells[-1].setting_key = key  # type: ignore[attr-defined]
+        await grid.mount_all(cells)
+        self.recompute()
+
+    # -- validation ---------------------------------------------------------------------
+    def values(self) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """The values typed per level (empty fields left out) and every problem found."""
+        out: dict[str, dict[str, Any]] = {level: {} for level in LEVELS}
+        problems: list[str] = []
+        for inp in self.query(Input).filter(".setting"):
+            level, key = inp.setting  # type: ignore[attr-defined]
+            text = inp.value
+            if text.strip() == "":
+                inp.remove_class("invalid")
+                continue
+            try:
+                out[level][key] = settings.parse_value(key, text)
+                inp.remove_class("invalid")
+            except settings.SettingsError as err:
+                problems.append(f"{level}: {err}")
+                inp.add_class("invalid")
+        for level in LEVELS:
+            problems.extend(f"{level}: {p}" for p in settings.validate(out[level]))
+        return out, problems
+
+    def recompute(self) -> None:
+        typed, problems = self.values()
+        for label in self.query(Label).filter(".effective"):
+            key = label.setting_key  # type: ignore[attr-defined]
+            value, source = settings.DEFAULTS.get(key), "default"
+            for level in LEVELS:
+                if key in typed[level]:
+                    value, source = typed[level][key], level
+            label.update(Text.assemble(safe_text(show_value(value), keep_newlines=False), (f" ({source})", "dim")))
+        err = self.query_one("#serror", Static)
+        if problems:
+            err.update(safe_text(problems[0], style="red", keep_newlines=False))
+        else:
+            err.update(Text("ctrl+s saves (atomic; unknown keys are kept)", style="dim"))
+
+    @on(Input.Changed, ".setting")
+    def _changed(self) -> None:
+        self.recompute()
+
+    # -- save ---------------------------------------------------------------------------
+    def action_save(self) -> None:
+        if self.qroot.layout != DDMQ:
+            return
+        if self.app.refuse_if_read_only("save settings"):  # type: ignore[attr-defined]
+            return
+        typed, problems = self.values()
+        if problems:
+            self.app.say(f"not saved: {problems[0]}", "error")  # type: ignore[attr-defined]
+            return
+        changes = []
+        for level in LEVELS:
+            before = {k: v for k, v in self.files.get(level, {}).items() if k in self.keys}
+            wanted = typed[level]
+            if any(before.get(k) != v or k not in before for k, v in wanted.items()):
+                changes.append((None if level == "root" else self.queue, wanted))
+        if not changes:
+            self.app.say("nothing to save")  # type: ignore[attr-defined]
+            return
+
+        def save(ops: Any) -> Any:
+            result = None
+            for queue, values in changes:
+                result = ops.save_settings(queue, values)
+            return result
+
+        self.app.run_operation(self.qroot, "save settings", save, lambda _r: self._load_again())  # type: ignore[attr-defined]
+
+    def _load_again(self) -> None:
+        self._reload_worker()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="settings")
+    def _reload_worker(self) -> None:
+        try:
+            self.files = {
+                "root": settings.load_config(settings.config_path(self.qroot.path)),
+                "queue": settings.load_config(settings.config_path(self.qroot.path, self.queue)),
+            }
+        except QConsoleError as err:
+            self.app.call_from_thread(self.app.say, str(err), "error")  # type: ignore[attr-defined]
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
