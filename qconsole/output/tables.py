@@ -45,15 +45,18 @@ def stats_table(scan: RootScan) -> "RenderableType":
 
     now = scan.generated_at
     table = _table(title=safe_text(f"{scan.root}  ({scan.layout})"), show_footer=False)
-    table.add_column("queue", overflow="ellipsis", no_wrap=True, min_width=5)
+    table.add_column("queue", overflow="ellipsis", min_width=5)  # wrapable: the one that shrinks
+    # numbers and headers are never cut; a long queue name is (with an ellipsis) instead
     for s in STATES:
-        table.add_column(s, justify="right", style=STATE_STYLES.get(s, ""), no_wrap=True)
-    table.add_column("total", justify="right", no_wrap=True)
-    table.add_column("oldest", justify="right", no_wrap=True)
-    table.add_column("next-exp", justify="right", no_wrap=True)
+        table.add_column(s, justify="right", style=STATE_STYLES.get(s, ""), no_wrap=True, min_width=len(s))
+    table.add_column("total", justify="right", no_wrap=True, min_width=5)
+    table.add_column("oldest", justify="right", no_wrap=True, min_width=6)
+    table.add_column("next-exp", justify="right", no_wrap=True, min_width=8)
     for q in scan.queues:
+        name = safe_text(q.name, keep_newlines=False)
+        name.no_wrap, name.overflow = True, "ellipsis"  # one line per queue, however narrow
         table.add_row(
-            safe_text(q.name, keep_newlines=False),
+            name,
             *[str(q.counts[s]) for s in STATES],
             str(q.total),
             humanize.duration(q.oldest_ready_age(now)),

@@ -1,0 +1,303 @@
+"""stats / check / ls / peek through typer's CliRunner, on roots the real clients built,
+plus one subprocess run of the installed console script (``--watch``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from qconsole.cli import app, register_all
+
+register_all()
+runner = CliRunner()
+CHECK_LINE = re.compile(r"^QCONSOLE (OK|WARNING|CRITICAL|UNKNOWN) - [^|\n]+ \| [^\n]*\n$")
+
+
+def run(*args: str, env: dict | None = None):
+    return runner.invoke(app, list(args), env=env)
+
+
+@pytest.fixture
+def ddmq_busy(ddmq_root):
+    """jobs: 6 ready (priorities 9/10/999 mixed), 1 in flight, 1 expired."""
+    root, b = ddmq_root
+    for i, p in enumerate((9, 10, 999, 9, 10, 999, 10)):
+        b.publish("jobs", json.dumps({"n": i, "p": p}), priority=p)
+    b.consume("jobs", clean=False)  # a "10": in flight for 600 s
+    b.publish("jobs", "will expire", priority=1, timeout=-50, clean=False)
+    b.consume("jobs", clean=False)
+    return root, b
+
+
+@pytest.fixture
+def vsqs_busy(vsqs_root):
+    """jobs: 3 ready, 1 in flight, 1 expired (consumed by the real client)."""
+    root, m = vsqs_root
+    q = m.get_queue("jobs")
+    ids = [q.publish(b'{"n": %d}' % i) for i in range(5)]
+    q.receive(visibility_timeout=600)
+    q.receive(visibility_timeout=-1)
+    return root, q, ids
+
+
+# ---- stats -----------------------------------------------------------------------------
+
+def test_stats_json_is_the_documented_contract(ddmq_busy):
+    root, _b = ddmq_busy
+    res = run("stats", root, "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["schema"] == "qconsole.stats/1"
+    assert doc["root"] == os.path.abspath(root) and doc["layout"] == "ddmq"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", doc["generated_at"])
+    (q,) = doc["queues"]
+    assert {k: q[k] for k in ("name", "ready", "inflight", "expired", "writing", "foreign", "total")} == {
+        "name": "jobs", "ready": 6, "inflight": 1, "expired": 1, "writing": 0, "foreign": 0, "total": 8}
+    assert 0 <= q["oldest_ready_age_s"] < 60
+    assert 590 < q["next_expiry_s"] <= 600
+    assert q["by_priority"]["10"] == {"ready": 2, "inflight": 1, "expired": 0}
+    assert q["by_priority"]["1"] == {"ready": 0, "inflight": 0, "expired": 1}
+    assert any("mixed-width" in w for w in q["warnings"]) and q["errors"] == []
+    assert doc["totals"] == {"queues": 1, "ready": 6, "inflight": 1, "expired": 1, "writing": 0,
+                             "foreign": 0, "total": 8}
+    assert run("stats", root, "--format", "json").exit_code == 0
+
+
+def test_stats_json_vsqs_has_no_by_priority_and_total_excludes_foreign(vsqs_busy):
+    root, _q, _ids = vsqs_busy
+    with open(os.path.join(root, "jobs", "README"), "w") as fh:
+        fh.write("not a message")
+    doc = json.loads(run("stats", "-r", root, "--json").stdout)
+    (q,) = doc["queues"]
+    assert "by_priority" not in q
+    assert (q["ready"], q["inflight"], q["expired"], q["foreign"], q["total"]) == (3, 1, 1, 1, 5)
+
+
+def test_stats_table_fits_80_columns(ddmq_busy):
+    root, b = ddmq_busy
+    b.create_queue("a-rather-long-queue-name-for-a-table")
+    res = run("stats", root, env={"COLUMNS": "80"})
+    assert res.exit_code == 0
+    lines = res.stdout.splitlines()
+    header = next(line for line in lines if "queue" in line and "ready" in line)
+    assert header.split() == ["queue", "ready", "inflight", "expired", "writing", "foreign", "total",
+                              "oldest", "next-exp"]
+    assert all(len(line) <= 80 for line in lines if "warning" not in line)
+    row = next(line for line in lines if line.split()[:1] == ["jobs"])
+    assert row.split()[1:7] == ["6", "1", "1", "0", "0", "8"]
+
+
+def test_stats_prometheus(ddmq_busy):
+    root, _b = ddmq_busy
+    res = run("stats", root, "--format", "prometheus")
+    assert res.exit_code == 0
+    out = res.stdout
+    assert "# TYPE qconsole_messages gauge" in out and "# HELP qconsole_messages" in out
+    assert re.search(r'^qconsole_messages\{root="[^"]+",queue="jobs",layout="ddmq",state="ready"\} 6$', out, re.M)
+    assert re.search(r'^qconsole_messages\{.*state="expired"\} 1$', out, re.M)
+    assert re.search(r'^qconsole_next_expiry_seconds\{.*queue="jobs"\} \d+\.\d{3}$', out, re.M)
+    for line in out.splitlines():
+        assert line.startswith("#") or re.fullmatch(r"[a-z_]+\{[^}]*\} -?\d+(\.\d+)?", line), line
+
+
+def test_stats_queue_filter(ddmq_busy):
+    root, b = ddmq_busy
+    b.create_queue("other")
+    doc = json.loads(run("stats", root, "--json").stdout)
+    assert [q["name"] for q in doc["queues"]] == ["jobs", "other"]
+    doc = json.loads(run("stats", root, "--json", "--queue", "other").stdout)
+    assert [q["name"] for q in doc["queues"]] == ["other"]
+    res = run("stats", root, "--queue", "nope")
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1 and "no queue 'nope'" in res.stderr
+
+
+def test_root_from_positional_option_and_environment(ddmq_busy, tmp_path):
+    root, _b = ddmq_busy
+    for args, env in ((["stats", root], None), (["stats", "--root", root], None), (["stats", "-r", root], None),
+                      (["stats"], {"QCONSOLE_ROOT": root})):
+        res = run(*args, "--json", env=env)
+        assert res.exit_code == 0, (args, res.output)
+        assert json.loads(res.stdout)["totals"]["total"] == 8
+    res = run("ls", "jobs", "--json", env={"QCONSOLE_ROOT": root})
+    assert json.loads(res.stdout)["count"] == 8
+    # positional wins over the environment
+    res = run("stats", root, "--json", env={"QCONSOLE_ROOT": str(tmp_path / "nowhere")})
+    assert res.exit_code == 0
+
+
+def test_watch_loop_with_the_installed_console_script(ddmq_busy):
+    """One subprocess test of the installed ``qconsole``: two JSON documents, one per line."""
+    root, _b = ddmq_busy
+    exe = os.path.join(os.path.dirname(sys.executable), "qconsole")
+    assert os.access(exe, os.X_OK)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QCONSOLE")}
+    proc = subprocess.Popen([exe, "stats", root, "--json", "--watch", "0.2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        docs = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    finally:
+        proc.kill()
+        proc.wait(5)
+    assert [d["schema"] for d in docs] == ["qconsole.stats/1"] * 2
+    assert docs[0]["generated_at"] < docs[1]["generated_at"]
+    assert all(d["totals"]["total"] == 8 for d in docs)
+
+
+# ---- check -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "args, code, word",
+    [
+        ([], 0, "OK"),
+        (["--warn-ready", "5"], 1, "WARNING"),
+        (["--warn-ready", "5", "--crit-ready", "6"], 2, "CRITICAL"),
+        (["--warn-expired", "1"], 1, "WARNING"),
+        (["--crit-expired", "1"], 2, "CRITICAL"),
+        (["--warn-age", "3600"], 0, "OK"),
+        (["--warn-age", "0"], 1, "WARNING"),
+        (["--warn-ready", "100", "--crit-expired", "5"], 0, "OK"),
+    ],
+)
+def test_check_exit_codes_and_line(ddmq_busy, args, code, word):
+    root, _b = ddmq_busy
+    res = run("check", root, *args)
+    assert res.exit_code == code, res.output
+    assert CHECK_LINE.match(res.stdout), res.stdout
+    assert res.stdout.startswith(f"QCONSOLE {word} - ")
+    assert "jobs_ready=6;" in res.stdout and "jobs_expired=1;" in res.stdout
+
+
+def test_check_perfdata_carries_thresholds(ddmq_busy):
+    root, _b = ddmq_busy
+    out = run("check", root, "--warn-ready", "5", "--crit-ready", "9").stdout
+    assert "jobs_ready=6;5;9;0;" in out and "jobs ready=6 (WARNING)" in out
+
+
+def test_check_unknown_for_missing_or_unreadable_root(tmp_path, monkeypatch):
+    res = run("check", str(tmp_path / "missing"))
+    assert res.exit_code == 3 and res.stdout.startswith("QCONSOLE UNKNOWN - root ") and "does not exist" in res.stdout
+    res = run("check")
+    assert res.exit_code == 3 and "no root given" in res.stdout
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)
+    res = run("check", str(tmp_path))
+    assert res.exit_code == 3 and "permission denied" in res.stdout
+
+
+# ---- ls --------------------------------------------------------------------------------
+
+def test_ls_order_is_the_real_consumers_order(ddmq_busy):
+    root, b = ddmq_busy
+    doc = json.loads(run("ls", "jobs", "-r", root, "--json").stdout)
+    assert doc["schema"] == "qconsole.ls/1" and doc["count"] == doc["shown"] == 8
+    states = [m["state"] for m in doc["messages"]]
+    assert states == ["ready"] * 6 + ["inflight", "expired"]
+    ready = [m["id"] for m in doc["messages"] if m["state"] == "ready"]
+    assert [m["position"] for m in doc["messages"]][:6] == [1, 2, 3, 4, 5, 6]
+    assert [m["priority"] for m in doc["messages"]][:6] == [10, 10, 9, 9, 999, 999]
+    assert all(m["size_bytes"] > 0 for m in doc["messages"])
+    assert doc["messages"][6]["expires_in_s"] > 590 and doc["messages"][7]["expires_in_s"] < 0
+    delivered = []
+    while (msg := b.consume("jobs", clean=False)) is not None:
+        delivered.append(msg.id)
+    assert delivered == ready
+
+
+def test_ls_state_limit_and_table(vsqs_busy):
+    root, _q, ids = vsqs_busy
+    doc = json.loads(run("ls", "jobs", "-r", root, "--json", "--state", "ready", "--limit", "2").stdout)
+    assert doc["count"] == 3 and doc["shown"] == 2
+    assert [m["id"] for m in doc["messages"]] == ids[2:4]
+    doc = json.loads(run("ls", "jobs", "-r", root, "--json", "--state", "expired").stdout)
+    assert [m["id"] for m in doc["messages"]] == [ids[1]] and doc["messages"][0]["position"] is None
+    res = run("ls", "jobs", "-r", root, env={"COLUMNS": "80"})
+    assert res.exit_code == 0
+    lines = res.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    for mid in ids:  # one row per message, full VSQS id
+        assert sum(mid in line for line in lines) == 1
+    res = run("ls", "jobs", "-r", root, "--limit", "1")
+    assert "1 of 5 shown" in res.stdout
+    res = run("ls", "jobs", "-r", root, "--state", "bogus")
+    assert res.exit_code == 2 and "unknown state" in res.stderr
+
+
+def test_ls_table_shortens_ddmq_ids_and_peek_takes_the_prefix(ddmq_busy):
+    root, _b = ddmq_busy
+    out = run("ls", "jobs", "-r", root, env={"COLUMNS": "80"}).stdout
+    first = next(line for line in out.splitlines() if line.split()[:1] == ["1"]).split()[1]
+    assert first.endswith("…") and len(first) == 13
+    nxt = json.loads(run("peek", "jobs", "-r", root, "--json").stdout)
+    assert nxt["id"].startswith(first[:-1])
+    doc = json.loads(run("peek", "jobs", first, "-r", root, "--json").stdout)
+    assert doc["id"] == nxt["id"]
+
+
+# ---- peek ------------------------------------------------------------------------------
+
+def test_peek_default_is_what_the_real_consumer_takes_next(ddmq_busy):
+    root, b = ddmq_busy
+    doc = json.loads(run("peek", "jobs", "-r", root, "--json").stdout)
+    assert doc["schema"] == "qconsole.peek/1" and doc["state"] == "ready"
+    assert doc["kind"] == "json" and doc["payload"]["p"] == 10
+    assert doc["fields"]["priority"] == 10 and doc["fields"]["requeue_counter"] == 0
+    text = run("peek", "jobs", "-r", root).stdout
+    assert "requeue_counter" in text and '"p": 10' in text
+    assert b.consume("jobs", clean=False).id == doc["id"]  # peek changed nothing
+
+
+def test_peek_vsqs_next_inflight_expired_and_raw(vsqs_busy):
+    root, q, ids = vsqs_busy
+    doc = json.loads(run("peek", "jobs", "-r", root, "--json").stdout)
+    assert doc["id"] == ids[2] and doc["payload"] == {"n": 2}
+    for mid, state in ((ids[0], "inflight"), (ids[1], "expired")):
+        d = json.loads(run("peek", "jobs", mid, "-r", root, "--json").stdout)
+        assert d["state"] == state and d["payload"] == {"n": int(ids.index(mid))}
+        assert d["deadline"] is not None
+    res = runner.invoke(app, ["peek", "jobs", ids[3], "-r", root, "--raw"])
+    assert res.stdout_bytes == b'{"n": 3}'
+    res = run("peek", "jobs", "1234", "-r", root)
+    assert res.exit_code == 2 and "no message '1234'" in res.stderr
+    before = sorted(os.listdir(os.path.join(root, "jobs")))
+    run("peek", "jobs", "-r", root)
+    assert sorted(os.listdir(os.path.join(root, "jobs"))) == before
+    # the real consumer takes the peeked one (and requeues the expired one on its way)
+    assert q.receive(visibility_timeout=600)[0] == doc["id"]
+
+
+def test_peek_caps_huge_payloads_with_a_note(tmp_path):
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "1700000000000000").write_bytes(b"a" * 200_000)
+    res = run("peek", "jobs", "-r", str(tmp_path))
+    assert res.exit_code == 0
+    assert "showing 64.0 KiB of 195.3 KiB (--raw for all)" in res.stdout
+    assert res.stdout.count("a") < 70_000
+    doc = json.loads(run("peek", "jobs", "-r", str(tmp_path), "--json").stdout)
+    assert doc["truncated"] is True and doc["size_bytes"] == 200_000 and len(doc["payload"]) == 65536
+    raw = runner.invoke(app, ["peek", "jobs", "-r", str(tmp_path), "--raw"])
+    assert len(raw.stdout_bytes) == 200_000
+
+
+def test_peek_empty_queue_is_one_clear_line(ddmq_root):
+    root, _b = ddmq_root
+    res = run("peek", "jobs", "-r", root)
+    assert res.exit_code == 2 and res.stderr == "qconsole: queue 'jobs' has no ready message\n"
+
+
+def test_version_and_help():
+    assert run("--help").exit_code == 0
+    res = run("stats", "--help")
+    assert res.exit_code == 0 and "--watch" in res.stdout
+
+
+def test_json_output_is_stable_under_time(ddmq_busy):
+    root, _b = ddmq_busy
+    t0 = time.time()
+    doc = json.loads(run("stats", root, "--json").stdout)
+    assert doc["scan_duration_s"] < 5 and time.time() - t0 < 10
