@@ -1,0 +1,354 @@
+"""Commands that change a root: publish, requeue, delete, purge, move, config, create,
+trash, audit, recover. Each goes through :class:`qconsole.ops.Operations`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..safetext import escape_controls, safe_name
+from ..scan import Root
+from .app import app
+from .common import AuditLogOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootOpt, fail, guarded, pick_root
+
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+NoTrashOpt = Annotated[bool, typer.Option("--no-trash", help="Really unlink (no undo) instead of moving to the trash.")]
+IdsArg = Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...", help="Message ids (or file names).", show_default=False)]
+
+
+def _ops(root_opt: str | None, layout: str, read_only: bool, audit_log: str | None, *, refuse: str | None = None) -> Any:
+    """An Operations handle; read-only refuses here, before the root is even scanned."""
+    from ..ops import Operations, ReadOnlyError
+
+    if read_only and refuse:
+        raise ReadOnlyError(f"read-only mode: {refuse} refused (drop --read-only / unset QCONSOLE_READ_ONLY)")
+    return Operations(Root(pick_root(None, root_opt), layout), read_only=read_only, audit_log=audit_log)
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(escape_controls(line, keep_newlines=False) + "\n")
+
+
+def _report(ops: Any, result: Any, verbose_skips: bool = True) -> None:
+    _say(result.summary())
+    if verbose_skips:
+        for mid, reason in result.skipped[:50]:
+            _say(f"  skipped {safe_name(mid)}: {reason}")
+        if len(result.skipped) > 50:
+            _say(f"  ... and {len(result.skipped) - 50} more skipped")
+    for w in ops.warnings:
+        sys.stderr.write(f"qconsole: warning: {escape_controls(w, keep_newlines=False)}\n")
+
+
+def _confirm(question: str, yes: bool) -> None:
+    if yes:
+        return
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise fail("refusing without a terminal to confirm: add --yes")
+    if not typer.confirm(question, default=False):
+        raise fail("cancelled", 1)
+
+
+@app.command()
+@guarded
+def publish(
+    queue: QueueArg,
+    text: Annotated[Optional[str], typer.Argument(help="Message text (or use --file / stdin).", show_default=False)] = None,
+    file: Annotated[Optional[str], typer.Option("--file", "-F", help="Read the payload from PATH ('-' = stdin).", show_default=False)] = None,
+    count: Annotated[int, typer.Option("--count", "-n", min=1, help="Publish N copies.")] = 1,
+    priority: Annotated[Optional[int], typer.Option("--priority", "-p", help="ddmq priority (lower first; default from settings).", show_default=False)] = None,
+    timeout: Annotated[Optional[int], typer.Option("--timeout", help="ddmq visibility timeout in seconds.", show_default=False)] = None,
+    requeue: Annotated[Optional[bool], typer.Option("--requeue/--no-requeue", help="ddmq: requeue when expired (default from settings).", show_default=False)] = None,
+    requeue_limit: Annotated[Optional[int], typer.Option("--requeue-limit", help="ddmq: at most N requeues.", show_default=False)] = None,
+    vsqs_clock: Annotated[Optional[str], typer.Option("--vsqs-clock", help="VSQS id unit: us (vsqs 0.3) or ms; default: the queue's own.", show_default=False)] = None,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Publish test messages by the queue's own protocol (atomic; readable by the queue's group)."""
+    ops = _ops(root_opt, layout, read_only, audit_log, refuse="publish")
+    if text is not None and file is not None:
+        raise fail("give TEXT or --file, not both")
+    if file == "-" or (text is None and file is None):
+        if text is None and file is None and sys.stdin.isatty():
+            raise fail("nothing to publish: give TEXT, --file PATH or pipe it on stdin")
+        data = sys.stdin.buffer.read()
+    elif file is not None:
+        with open(file, "rb") as fh:
+            data = fh.read()
+    else:
+        data = (text or "").encode()
+    result = ops.publish(queue, [data] * count, priority=priority, timeout=timeout, requeue=requeue,
+                         requeue_limit=requeue_limit, vsqs_clock=vsqs_clock)
+    _report(ops, result)
+    if count <= 20:
+        for mid in result.done:
+            _say(f"  {mid}")
+
+
+@app.command()
+@guarded
+def requeue(
+    queue: QueueArg,
+    ids: IdsArg = None,
+    expired: Annotated[bool, typer.Option("--expired", help="Every expired (past-deadline) message.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Every in-flight and expired message.")] = False,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Put consumed (in-flight/expired) messages back to ready, as the client's own requeue does."""
+    ops = _ops(root_opt, layout, read_only, audit_log, refuse="requeue")
+    _report(ops, ops.requeue(queue, ids or None, expired_only=expired, all_held=all_))
+
+
+@app.command()
+@guarded
+def delete(
+    queue: QueueArg,
+    ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Message ids (or file names).", show_default=False)],
+    yes: YesOpt = False,
+    no_trash: NoTrashOpt = False,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Delete messages (into the trash unless --no-trash; undo with `qconsole trash restore`)."""
+    ops = _ops(root_opt, layout, read_only, audit_log, refuse="delete")
+    ops.root.scan_queue(queue)  # unknown queue: say so before asking
+    how = "for good" if no_trash else "to the trash"
+    _confirm(f"Delete {len(ids)} message(s) from {safe_name(queue)} {how}?", yes)
+    _report(ops, ops.delete(queue, ids, trash=not no_trash))
+
+
+@app.command()
+@guarded
+def purge(
+    queue: QueueArg,
+    state: Annotated[Optional[str], typer.Option("--state", "-s", help="Only ready, inflight or expired messages.", show_default=False)] = None,
+    yes: YesOpt = False,
+    no_trash: NoTrashOpt = False,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Remove every message of a queue (keeps the directory, ddmq.yaml and work/)."""
+    ops = _ops(root_opt, layout, read_only, audit_log, refuse="purge")
+    scan = ops.root.scan_queue(queue)
+    n = scan.counts.get(state, 0) if state else scan.counts["ready"] + scan.counts["inflight"] + scan.counts["expired"]
+    how = "for good" if no_trash else "to the trash"
+    _confirm(f"Purge {n} {state or ''} message(s) of {safe_name(queue)} {how}?".replace("  ", " "), yes)
+    _report(ops, ops.purge(queue, state=state, trash=not no_trash), verbose_skips=False)
+
+
+@app.command()
+@guarded
+def move(
+    src: Annotated[str, typer.Argument(help="Source queue.", show_default=False)],
+    dest: Annotated[str, typer.Argument(help="Destination queue (same root).", show_default=False)],
+    ids: IdsArg = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every message (ready, in flight, expired).")] = False,
+    state: Annotated[Optional[str], typer.Option("--state", "-s", help="Every message in this state.", show_default=False)] = None,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Redrive messages into another queue: claim, publish into DEST by its protocol, drop the claim."""
+    ops = _ops(root_opt, layout, read_only, audit_log, refuse="move")
+    _report(ops, ops.move(src, dest, ids or None, all_=all_, state=state))
+
+
+@app.command()
+@guarded
+def config(
+    queue: Annotated[Optional[str], typer.Argument(help="Queue (omit, or '-', for the root's ddmq.yaml).", show_default=False)] = None,
+    assignments: Annotated[Optional[list[str]], typer.Argument(metavar="[KEY[=VALUE]]...", help="Show KEY, or set KEY=VALUE.", show_default=False)] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Effective settings as JSON.")] = False,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Show effective ddmq settings with their source (default/root/queue), or set KEY=VALUE."""
+    from ..settings import effective, parse_value
+
+    args = list(assignments or [])
+    if queue is not None and ("=" in queue or queue == "-"):  # `config key=value`: the root's file
+        if queue != "-":
+            args.insert(0, queue)
+        queue = None
+    sets = [a for a in args if "=" in a]
+    if sets and read_only:
+        raise fail("read-only mode: config refused (drop --read-only / unset QCONSOLE_READ_ONLY)")
+    handle = Root(pick_root(None, root_opt), layout)
+    if handle.layout != "ddmq":
+        raise fail("VSQS queues have no settings (there is no config file to show or change)")
+    if queue is not None:
+        handle.require_queue(queue)
+    if sets:
+        from ..ops import Operations
+
+        values = {}
+        for a in sets:
+            key, _, raw = a.partition("=")
+            key = key.strip()
+            if not key:
+                raise fail(f"bad assignment {a!r}: use KEY=VALUE")
+            values[key] = parse_value(key, raw)
+        ops = Operations(handle, read_only=read_only, audit_log=audit_log)
+        _report(ops, ops.save_settings(queue, values))
+        return
+    eff = effective(handle.path, queue)
+    keys = [a for a in args] or list(eff)
+    unknown = [k for k in keys if k not in eff]
+    if unknown:
+        raise fail(f"no setting {unknown[0]!r} in {'queue ' + queue if queue else 'the root'}")
+    if json_:
+        doc = {k: {"value": eff[k].value, "source": eff[k].source} for k in keys}
+        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        return
+    width = max(len(k) for k in keys)
+    for k in keys:
+        _say(f"{k:<{width}}  {eff[k].value!s:<12} ({eff[k].source})")
+
+
+@app.command()
+@guarded
+def create(
+    queue: QueueArg,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Create a queue as the real client does (ddmq: dir, work/ and ddmq.yaml; VSQS: the directory)."""
+    ops = _ops(root_opt, layout, read_only, audit_log, refuse="create")
+    _report(ops, ops.create_queue(queue))
+
+
+@app.command()
+@guarded
+def recover(
+    force: Annotated[bool, typer.Option("--force", help="Also take leftovers whose qconsole may still run.")] = False,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Put back messages a killed qconsole left claimed, and remove its temp files."""
+    ops = _ops(root_opt, layout, read_only, audit_log, refuse="recover")
+    rep = ops.recover(force=force)
+    _say(f"recover: {len(rep.restored)} put back, {len(rep.completed)} finished moves, "
+         f"{len(rep.removed_temp)} temp files removed, {len(rep.live)} left to a running qconsole, "
+         f"{len(rep.problems)} problems")
+    for line in rep.problems:
+        _say(f"  problem: {line}")
+    if rep.problems:
+        raise typer.Exit(1)
+
+
+trash_app = typer.Typer(help="Deleted and purged messages: list, restore, empty.", no_args_is_help=True,
+                        rich_markup_mode=None)
+app.add_typer(trash_app, name="trash")
+
+
+@trash_app.command("list")
+@guarded
+def trash_list(
+    json_: Annotated[bool, typer.Option("--json", help="As JSON.")] = False,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Trash batches, newest last."""
+    from ..output.humanize import clock
+
+    ops = _ops(root_opt, layout, read_only, audit_log)
+    batches = ops.trash_list()
+    if json_:
+        sys.stdout.write(json.dumps([{"batch": b.batch, "created_at": b.created_at, "action": b.action,
+                                      "queue": b.queue, "count": b.count, "user": b.user} for b in batches],
+                                    indent=2) + "\n")
+        return
+    if not batches:
+        _say("the trash is empty")
+        return
+    for b in batches:
+        _say(f"{b.batch}  {clock(b.created_at)}  {b.action:<6} {safe_name(b.queue or '-'):<20} {b.count:>7} msg  {b.user}")
+
+
+@trash_app.command("restore")
+@guarded
+def trash_restore(
+    batch: Annotated[Optional[str], typer.Argument(help="Batch id (default: the newest).", show_default=False)] = None,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Put a batch back; in-flight and expired messages come back ready."""
+    ops = _ops(root_opt, layout, read_only, audit_log, refuse="trash restore")
+    _report(ops, ops.trash_restore(batch))
+
+
+@trash_app.command("empty")
+@guarded
+def trash_empty(
+    older_than: Annotated[Optional[str], typer.Option("--older-than", help="Only batches older than D (7d, 12h, 30m).", show_default=False)] = None,
+    yes: YesOpt = False,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Delete trash batches for good."""
+    from ..ops import parse_duration
+
+    ops = _ops(root_opt, layout, read_only, audit_log, refuse="trash empty")
+    secs = parse_duration(older_than) if older_than else None
+    _confirm("Empty the trash" + (f" of batches older than {older_than}" if older_than else "") + "?", yes)
+    _report(ops, ops.trash_empty(secs))
+
+
+@app.command()
+@guarded
+def audit(
+    tail: Annotated[Optional[int], typer.Option("--tail", "-n", min=1, help="Only the last N entries.")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="The raw JSON lines.")] = False,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """The log of every change made through qconsole."""
+    from ..ops import audit as audit_mod
+
+    path = audit_log or audit_mod.default_path(Root(pick_root(None, root_opt), layout).path)
+    records = audit_mod.read(path, tail)
+    if json_:
+        for r in records:
+            sys.stdout.write(json.dumps(r, ensure_ascii=True) + "\n")
+        return
+    if not records:
+        _say(f"no audit entries in {path}")
+        return
+    for r in records:
+        if "raw" in r:
+            _say(f"(unparsable) {r['raw']}")
+            continue
+        what = r.get("count")
+        what = f"{what} msg" if what is not None else ""
+        extra = f" -> {r['dest']}" if r.get("dest") else ""
+        _say(f"{r.get('time', '?')}  {r.get('user', '?')}@{r.get('host', '?')}  {r.get('action', '?')} "
+             f"{r.get('queue') or '-'}{extra}  {what}  {r.get('outcome', '')}"
+             + (f": {r['error']}" if r.get("error") else ""))

@@ -1,0 +1,54 @@
+"""What every operation returns, and the errors only operations raise."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..errors import QConsoleError
+
+#: skip reasons, the same words in the CLI, the TUI and the audit log
+CHANGED = "changed underneath"
+CONSUMED = "already consumed"
+ALREADY_READY = "already ready"
+NOT_HELD = "not in flight"
+
+
+class ReadOnlyError(QConsoleError):
+    """A mutation asked for in read-only mode; raised before anything is touched."""
+
+
+class OperationError(QConsoleError):
+    """An operation refused before it changed anything (bad input, no permission, ...)."""
+
+
+@dataclass
+class OpResult:
+    action: str
+    queue: str | None
+    done: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (id, reason)
+    batch: str | None = None  # trash batch id for delete/purge
+
+    def summary(self) -> str:
+        """One line for a status bar or the CLI."""
+        where = f" {self.queue}" if self.queue else ""
+        line = f"{self.action}{where}: {len(self.done)} done"
+        if self.skipped:
+            reasons = Counter(reason for _id, reason in self.skipped)
+            detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
+            line += f", {len(self.skipped)} skipped ({detail})"
+        if self.batch:
+            line += f"; trash batch {self.batch} (undo: qconsole trash restore {self.batch})"
+        return line
+
+
+@dataclass
+class TrashBatch:
+    batch: str
+    created_at: float
+    action: str
+    queue: str | None
+    count: int
+    user: str = ""
+    ids: list[str] = field(default_factory=list)

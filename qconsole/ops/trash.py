@@ -1,0 +1,166 @@
+"""The trash: ``<root>/.qconsole/trash/<batch>/`` on the root's file system, so every delete
+is one rename and every restore one link. Files keep their queue-relative path under
+``files/<queue>/``, so a batch is restorable even when the manifest was never completed."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import time
+from typing import Any
+
+from ..layouts import ddmq as ddmq_layout
+from ..layouts import vsqs as vsqs_layout
+from ..states import DDMQ
+from .fsatomic import link_noclobber, replace_file
+from .result import OperationError, TrashBatch
+
+MANIFEST = "manifest.json"
+FILES = "files"
+
+
+def trash_dir(root: str) -> str:
+    return os.path.join(root, ".qconsole", "trash")
+
+
+def new_batch(root: str, action: str, queue: str | None, layout: str, user: str) -> str:
+    """Create a batch directory and its manifest; OperationError when the trash is not writable."""
+    base = trash_dir(root)
+    now = time.time()
+    batch = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "-" + secrets.token_hex(3)
+    try:
+        os.makedirs(os.path.join(base, batch, FILES))
+    except OSError as err:
+        raise OperationError(
+            f"cannot create the trash in {base}: {err.strerror} (use --no-trash to delete for real)"
+        ) from None
+    write_manifest(root, batch, {"batch": batch, "created_at": now, "action": action, "queue": queue,
+                                 "layout": layout, "user": user, "complete": False, "items": []})
+    return batch
+
+
+def write_manifest(root: str, batch: str, doc: dict[str, Any]) -> None:
+    path = os.path.join(trash_dir(root), batch, MANIFEST)
+    replace_file(path, json.dumps(doc, indent=1).encode(), f".{MANIFEST}.{secrets.token_hex(4)}")
+
+
+def read_manifest(root: str, batch: str) -> dict[str, Any]:
+    try:
+        with open(os.path.join(trash_dir(root), batch, MANIFEST), "rb") as fh:
+            doc = json.load(fh)
+        return doc if isinstance(doc, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def trash_path(root: str, batch: str, queue: str, relpath: str) -> str:
+    return os.path.join(trash_dir(root), batch, FILES, queue, relpath)
+
+
+def prepare_queue(root: str, batch: str, queue: str) -> None:
+    os.makedirs(os.path.join(trash_dir(root), batch, FILES, queue, "work"), exist_ok=True)
+
+
+def _files(root: str, batch: str) -> list[tuple[str, str]]:
+    """(queue, relpath) of every file in a batch."""
+    out = []
+    top = os.path.join(trash_dir(root), batch, FILES)
+    try:
+        queues = sorted(os.listdir(top))
+    except OSError:
+        return out
+    for q in queues:
+        for sub in ("", "work"):
+            d = os.path.join(top, q, sub)
+            try:
+                names = sorted(os.listdir(d))
+            except OSError:
+                continue
+            for n in names:
+                if os.path.isfile(os.path.join(d, n)):
+                    out.append((q, f"{sub}/{n}" if sub else n))
+    return out
+
+
+def list_batches(root: str) -> list[TrashBatch]:
+    base = trash_dir(root)
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return []
+    out = []
+    for b in names:
+        if not os.path.isdir(os.path.join(base, b)):
+            continue
+        doc = read_manifest(root, b)
+        files = _files(root, b)
+        created = doc.get("created_at")
+        if not isinstance(created, (int, float)):
+            try:
+                created = os.lstat(os.path.join(base, b)).st_mtime
+            except OSError:
+                created = 0.0
+        out.append(TrashBatch(b, float(created), str(doc.get("action", "?")), doc.get("queue"),
+                              len(files), str(doc.get("user", "")), [r for _q, r in files]))
+    return out
+
+
+def ready_name(layout: str, relpath: str) -> str | None:
+    """The waiting/ready name a trashed file comes back as (in-flight ones come back ready)."""
+    name = relpath.rpartition("/")[2]
+    if layout == DDMQ:
+        if ddmq_layout.parse_waiting(name):
+            return name
+        w = ddmq_layout.parse_work(name)
+        return ddmq_layout.waiting_name(w[1], w[2], f"{w[3]}") if w else None
+    parsed = vsqs_layout.parse_name(name)
+    return parsed[1] if parsed else None
+
+
+def restore(root: str, batch: str, layout: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """Move a batch back: (restored relpaths, [(relpath, reason)])."""
+    done: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    for queue, rel in _files(root, batch):
+        qdir = os.path.join(root, queue)
+        target = ready_name(layout, rel)
+        if target is None:
+            skipped.append((rel, "not a message name"))
+            continue
+        if not os.path.isdir(qdir) or os.path.islink(qdir):
+            skipped.append((rel, f"queue {queue!r} is gone"))
+            continue
+        if link_noclobber(trash_path(root, batch, queue, rel), os.path.join(qdir, target)):
+            done.append(f"{queue}/{target}")
+        else:
+            skipped.append((rel, "a file of that name exists"))
+    if not skipped:
+        shutil.rmtree(os.path.join(trash_dir(root), batch), ignore_errors=True)
+    return done, skipped
+
+
+def empty(root: str, older_than_s: float | None) -> list[str]:
+    now = time.time()
+    removed = []
+    for b in list_batches(root):
+        if older_than_s is not None and now - b.created_at < older_than_s:
+            continue
+        shutil.rmtree(os.path.join(trash_dir(root), b.batch), ignore_errors=True)
+        if not os.path.exists(os.path.join(trash_dir(root), b.batch)):
+            removed.append(b.batch)
+        else:
+            raise OperationError(f"cannot remove trash batch {b.batch}")
+    return removed
+
+
+def require_batch(root: str, batch: str | None) -> str:
+    batches = list_batches(root)
+    if not batches:
+        raise OperationError("the trash is empty")
+    if batch is None:
+        return max(batches, key=lambda b: (b.created_at, b.batch)).batch
+    if "/" in batch or batch.startswith(".") or batch not in {b.batch for b in batches}:
+        raise OperationError(f"no trash batch {batch!r} (see qconsole trash list)")
+    return batch
