@@ -1,0 +1,77 @@
+"""``qconsole report``: whole-root analysis on Spark. PySpark is imported only when it runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..scan import Root
+from .app import app
+from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootArg, RootOpt, guarded, pick_root
+
+
+def _progress_console() -> Any:
+    """A Rich console on a duplicate of the terminal's stderr: it keeps showing progress while
+    fd 2 is pointed at /dev/null to silence the JVM's start-up."""
+    from rich.console import Console
+
+    stream: Any = sys.stderr
+    try:
+        if sys.stderr.isatty():
+            stream = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+    except (OSError, ValueError, AttributeError):
+        stream = sys.stderr
+    return Console(file=stream, highlight=False)
+
+
+@app.command()
+@guarded
+def report(
+    root: RootArg = None,
+    root_opt: RootOpt = None,
+    out: Annotated[str, typer.Option("--out", "-o", help="Output directory: messages/ and trends/ Parquet, summary.json.")] = "qconsole-report",
+    master: Annotated[str, typer.Option("--master", envvar="SPARK_MASTER", help="Spark master URL: local[*], spark://host:7077, yarn, k8s://... (or $SPARK_MASTER).")] = "local[*]",
+    history: Annotated[Optional[list[str]], typer.Option("--history", help="JSON lines from `qconsole stats --json --watch N >> FILE` (repeatable): hourly backlog trends.")] = None,
+    poison_threshold: Annotated[int, typer.Option("--poison-threshold", min=1, help="A message requeued this many times (ddmq requeue_counter) is a poison candidate.")] = 3,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Let Spark's own log lines through.")] = False,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Analyse a whole root on Spark: per-message inventory (Parquet), per-queue summary (JSON + terminal)."""
+    from rich.console import Console
+
+    from ..report import render
+
+    handle = Root(pick_root(root, root_opt), layout)
+    names, root_errors = handle.queue_names()
+    history_files = [os.path.abspath(h) for h in history or ()]
+    for path in history_files:  # fail before the slow start-up
+        if not os.path.isfile(path):
+            raise FileNotFoundError(2, "no such history file", path)
+
+    from ..report import spark_job  # imports PySpark: only here, on the run path
+
+    console = _progress_console()
+    with render.JobProgress(console) as progress:
+        progress.phase(f"starting Spark ({master})")
+        spark, created = spark_job.start_session(master, verbose=verbose)
+        try:
+            progress.watch(spark.sparkContext)
+            if not spark_job.is_local(spark.sparkContext.master):
+                spark_job.ship_package(spark)
+            doc = spark_job.run_report(
+                spark, root=handle.path, layout=handle.layout, queues=names, root_errors=root_errors,
+                out_dir=os.path.abspath(out), now=time.time(), threshold=poison_threshold,
+                history_files=history_files, progress=progress.phase,
+            )
+        finally:
+            if created:
+                progress.phase("stopping Spark")
+                spark.stop()
+    Console(highlight=False, soft_wrap=False).print(render.summary_renderable(doc))
+    sys.stdout.write(f"summary: {os.path.join(os.path.abspath(out), 'summary.json')}\n")
