@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from ..model import RootScan
+from ..safetext import escape_controls
 from ..states import STATES
 
 
 def _label(value: str) -> str:
-    # exposition format: escape backslash, double quote and newline in label values
+    # controls and undecodable bytes (surrogates, which UTF-8 output cannot encode) made
+    # visible first; then the exposition format's own escapes for backslash, quote, newline
+    value = escape_controls(value, keep_newlines=False)
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
