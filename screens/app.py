@@ -38,6 +38,7 @@ class QConsoleApp(App[None]):
         audit_log: str | None = None,
         clock: Clock = time.time,
         live_countdown: bool = True,
+        timer: Clock = time.perf_counter,
     ) -> None:
         super().__init__()
         self.roots: list[Root] = roots if isinstance(roots, list) else [roots]
@@ -47,6 +48,8 @@ class QConsoleApp(App[None]):
         self.clock = clock
         #: snapshots turn the 1 s countdown timer off (the clock is frozen anyway)
         self.live_countdown = live_countdown
+        #: measures scan durations (snapshots pass a constant so the status line is stable)
+        self.timer = timer
         self._ops: dict[int, Any] = {}
         self.title = "qconsole · READ-ONLY" if read_only else "qconsole"
         self.sub_title = "  ".join(safe_name(r.path) for r in self.roots)

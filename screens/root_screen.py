@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from rich.text import Text
@@ -97,11 +96,11 @@ class RootScreen(Screen[None]):
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
-        self._scan_worker(list(self.qapp.roots), self.qapp.clock)
+        self._scan_worker(list(self.qapp.roots), self.qapp.clock, self.qapp.timer)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="root-scan")
-    def _scan_worker(self, roots: list[Root], clock) -> None:  # noqa: ANN001
-        started = time.perf_counter()
+    def _scan_worker(self, roots: list[Root], clock, timer) -> None:  # noqa: ANN001
+        started = timer()
         batch = ScanBatch(at=clock(), duration_s=0.0)
         for i, root in enumerate(roots):
             try:
@@ -124,7 +123,7 @@ class RootScreen(Screen[None]):
                 ids = frozenset(m.id for m in scan.messages) if scan.messages is not None else None
                 scan.messages = None  # the root screen needs counts only; free the memory
                 batch.rows.append((i, scan, ids))
-        batch.duration_s = time.perf_counter() - started
+        batch.duration_s = timer() - started
         self.post_message(self.Scanned(batch))
 
     def on_root_screen_scanned(self, event: Scanned) -> None:

@@ -1,0 +1,338 @@
+"""Pilot tests of the console: press keys, then check the screen AND the files on disk."""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from qconsole.demo import FIXED_NOW, build_fixture
+from qconsole.scan import Root
+
+pytest.importorskip("textual")
+
+from screens.app import QConsoleApp  # noqa: E402
+from screens.dialogs import ConfirmScreen  # noqa: E402
+from screens.message_list import MessageList  # noqa: E402
+from screens.peek_screen import PeekScreen  # noqa: E402
+from screens.queue_screen import QueueScreen  # noqa: E402
+from screens.root_screen import RootScreen  # noqa: E402
+
+
+class Clock:
+    def __init__(self, now: float = FIXED_NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def tree(root: str) -> dict[str, bytes]:
+    """Every file under root (except qconsole's own .qconsole dir) with its content."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        dirs[:] = [x for x in dirs if not x.startswith(".qconsole")]
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = fh.read()
+    return out
+
+
+@pytest.fixture
+def roots(tmp_path: Any) -> tuple[str, str]:
+    return build_fixture(str(tmp_path))
+
+
+def make_app(paths: list[str], clock: Clock | None = None, **kw: Any) -> QConsoleApp:
+    kw.setdefault("interval", 0)
+    kw.setdefault("live_countdown", False)
+    return QConsoleApp([Root(p) for p in paths], clock=clock or Clock(), audit_log=os.devnull, **kw)
+
+
+async def settle(pilot: Any) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def open_queue(pilot: Any, name: str) -> QueueScreen:
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, RootScreen)
+    table = screen.query_one("DataTable")
+    table.move_cursor(row=table.get_row_index([k for k in screen.scans if k.endswith(":" + name)][0]))
+    await pilot.press("enter")
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, QueueScreen)
+    return pilot.app.screen
+
+
+def rendered(renderable: Any, width: int = 200) -> str:
+    console = Console(file=io.StringIO(), width=width, color_system=None, legacy_windows=False)
+    with console.capture() as cap:
+        console.print(renderable)
+    return cap.get()
+
+
+async def test_root_screen_rows_sorted_cursor_first_and_filter(roots: tuple[str, str]) -> None:
+    app = make_app(list(roots))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RootScreen)
+        table = screen.query_one("DataTable")
+        names = [screen.scans[str(k.value)][1].name for k in table.ordered_rows_keys()] if hasattr(table, "ordered_rows_keys") else [
+            screen.scans[str(r.key.value)][1].name for r in table.ordered_rows]
+        assert names == sorted(names) and names[0] == "emails"
+        assert table.cursor_row == 0
+        row = table.get_row(table.ordered_rows[0].key)
+        assert row[2].plain == "8" and row[3].plain == "2" and row[4].plain == "1"  # ready, inflight, expired
+        # rescan in place: the cursor stays on its queue
+        table.move_cursor(row=2)
+        screen.rescan()
+        await settle(pilot)
+        assert table.cursor_row == 2
+        await pilot.press("slash", "o", "r", "d")
+        await pilot.pause()
+        assert [screen.scans[str(r.key.value)][1].name for r in table.ordered_rows] == ["orders"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert table.row_count == 6
+
+
+async def test_unreadable_queue_shows_error_in_its_row(roots: tuple[str, str]) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads everything")
+    droot, vroot = roots
+    locked = os.path.join(vroot, "ingest")
+    os.chmod(locked, 0)
+    try:
+        app = make_app([vroot])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            table = app.screen.query_one("DataTable")
+            row = table.get_row("0:ingest")
+            assert "permission denied" in row[-1].plain.lower()
+            assert row[2].plain == "?"
+    finally:
+        os.chmod(locked, 0o755)
+
+
+async def test_peek_changes_nothing_and_shows_payload(roots: tuple[str, str]) -> None:
+    droot, _ = roots
+    before = tree(droot)
+    app = make_app([droot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "emails")
+        await pilot.press("v")
+        await settle(pilot)
+        assert isinstance(app.screen, PeekScreen)
+        body = rendered(app.screen.query_one("#body").content)
+        assert '"template": "welcome"' in body
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, QueueScreen)
+    assert tree(droot) == before
+
+
+async def test_markup_and_escape_payloads_do_nothing(roots: tuple[str, str]) -> None:
+    droot, _ = roots
+    app = make_app([droot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "emails")
+        lst = screen.query_one(MessageList)
+        seen = {}
+        for i, msg in enumerate(lst.messages):
+            if msg.state != "ready":
+                continue
+            lst.cursor = i
+            await pilot.press("v")
+            await settle(pilot)
+            text = rendered(app.screen.query_one("#body").content)
+            seen[msg.id] = text
+            if "[@click" in text:
+                await pilot.click("#body", offset=(3, 0))  # on the would-be link
+                await pilot.click("#body", offset=(8, 0))
+                await pilot.pause()
+                assert app.is_running and isinstance(app.screen, PeekScreen)
+            await pilot.press("escape")
+            await pilot.pause()
+        joined = "\n".join(seen.values())
+        assert "[@click=app.quit] plain text with markup" in joined  # shown literally
+        assert "\\e]52;c;aGk=\\x07" in joined  # the OSC 52 sequence made visible
+        assert "\x1b" not in joined and "\x07" not in joined
+        assert app.is_running
+
+
+async def test_requeue_moves_the_file(roots: tuple[str, str]) -> None:
+    _, vroot = roots
+    qdir = os.path.join(vroot, "orders")
+    held = sorted(n for n in os.listdir(qdir) if "." in n)
+    app = make_app([vroot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "orders")
+        lst = screen.query_one(MessageList)
+        await pilot.press("end")  # the expired one (held messages come last)
+        target = lst.current()
+        assert target is not None and target.state == "expired"
+        await pilot.press("r")
+        await settle(pilot)
+        assert os.path.exists(os.path.join(qdir, target.id))
+        assert not os.path.exists(os.path.join(qdir, target.relpath))
+        assert lst.current() is not None
+    assert len([n for n in os.listdir(qdir) if "." in n]) == len(held) - 1
+
+
+async def test_purge_asks_first(roots: tuple[str, str]) -> None:
+    droot, _ = roots
+    qdir = os.path.join(droot, "reports")
+    before = sorted(os.listdir(qdir))
+    app = make_app([droot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "reports")
+        await pilot.press("P")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        assert sorted(os.listdir(qdir)) == before  # nothing yet
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, QueueScreen)
+        assert sorted(os.listdir(qdir)) == before
+        await pilot.press("P")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot)
+        assert [n for n in os.listdir(qdir) if ".ddmq" in n] == []
+        assert app.screen.query_one(MessageList).messages == []
+
+
+async def test_delete_asks_then_removes_marked(roots: tuple[str, str]) -> None:
+    _, vroot = roots
+    qdir = os.path.join(vroot, "orders")
+    app = make_app([vroot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "orders")
+        first, second = screen.query_one(MessageList).messages[:2]
+        await pilot.press("space", "space", "d")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot)
+        assert not os.path.exists(os.path.join(qdir, first.id))
+        assert not os.path.exists(os.path.join(qdir, second.id))
+        assert len([n for n in os.listdir(qdir) if not n.startswith(".")]) == 13
+
+
+async def test_read_only_refuses_every_change(roots: tuple[str, str]) -> None:
+    droot, vroot = roots
+    before = (tree(droot), tree(vroot))
+    app = make_app([droot, vroot], read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert "READ-ONLY" in app.title
+        await open_queue(pilot, "orders")
+        await pilot.press("end", "r", "space", "d", "P", "m", "p")
+        await settle(pilot)
+        assert isinstance(app.screen, QueueScreen)  # no confirm dialog, no form
+        await pilot.press("s")
+        await settle(pilot)
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+    assert (tree(droot), tree(vroot)) == before
+
+
+async def test_countdown_ticks_from_the_clock_without_rescanning(roots: tuple[str, str]) -> None:
+    droot, _ = roots
+    clock = Clock()
+    app = make_app([droot], clock=clock, live_countdown=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "emails")
+        lst = screen.query_one(MessageList)
+        idx = next(i for i, m in enumerate(lst.messages) if m.state == "inflight" and m.deadline - clock.now > 20)
+        scan_before = screen.scan
+
+        def line() -> str:
+            return "".join(seg.text for seg in lst.render_line(idx - round(lst.scroll_offset.y)))
+
+        def style_of(word: str) -> Any:
+            for seg in lst.render_line(idx - round(lst.scroll_offset.y)):
+                if word in seg.text:
+                    return seg.style
+            raise AssertionError(word)
+
+        assert line().rstrip().endswith("25s")
+        clock.now += 17
+        await pilot.pause(1.2)  # the screen's own 1 s tick redraws
+        assert line().rstrip().endswith("8s")
+        assert style_of("8s").color.name == "red"
+        clock.now += 10
+        await pilot.pause(1.2)
+        assert "EXPIRED" in line() and "expired" in line()
+        assert screen.scan is scan_before  # no rescan happened
+
+
+async def test_publish_form_publishes(roots: tuple[str, str]) -> None:
+    droot, _ = roots
+    qdir = os.path.join(droot, "reports")
+    n_before = len([n for n in os.listdir(qdir) if ".ddmq" in n])
+    app = make_app([droot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "reports")
+        await pilot.press("p")
+        await pilot.pause()
+        app.screen.query_one("#count").value = "3"
+        app.screen.query_one("#priority").value = "2"
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert isinstance(app.screen, QueueScreen)
+    names = [n for n in os.listdir(qdir) if ".ddmq" in n]
+    assert len(names) == n_before + 3
+    assert sum(1 for n in names if n.startswith("2.")) == 3
+
+
+async def test_settings_validate_as_you_type_and_save(roots: tuple[str, str]) -> None:
+    droot, _ = roots
+    app = make_app([droot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "emails")
+        await pilot.press("s")
+        await settle(pilot)
+        box = app.screen.query_one("#queue--message_timeout")
+        box.value = "soon"
+        await pilot.pause()
+        assert box.has_class("invalid")
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert not os.path.exists(os.path.join(droot, "emails", "ddmq.yaml")) or "soon" not in open(
+            os.path.join(droot, "emails", "ddmq.yaml")).read()
+        box.value = "45"
+        await pilot.pause()
+        assert not box.has_class("invalid")
+        assert "45 (queue)" in str(app.screen.query_one("#eff--message_timeout").content)
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+    import yaml
+
+    with open(os.path.join(droot, "emails", "ddmq.yaml")) as fh:
+        assert yaml.safe_load(fh)["message_timeout"] == 45
+
+
+async def test_help_lists_every_key_and_q_quits(roots: tuple[str, str]) -> None:
+    droot, _ = roots
+    app = make_app([droot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        text = rendered(app.screen.query("Static").last().content)
+        for word in ("Requeue", "Purge", "Peek", "Filter", "Publish", "Settings", "Move"):
+            assert word in text
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+    assert not app.is_running
