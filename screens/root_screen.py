@@ -229,10 +229,10 @@ class RootScreen(Screen[None]):
         roots = ", ".join(safe_name(r.path) for r in self.qapp.roots)
         shown = len(self.visible_keys())
         text = Text.assemble(
-            ("root ", "dim"), (roots, "bold"),
-            ("  scanned ", "dim"), humanize.clock(b.at)[11:],
+            ("scanned ", "dim"), humanize.clock(b.at)[11:],
             (" in ", "dim"), f"{b.duration_s * 1000:.0f} ms",
             ("  queues ", "dim"), f"{shown}" + (f"/{len(self.scans)}" if shown != len(self.scans) else ""),
+            ("  root ", "dim"), (roots, "bold"),
         )
         if self.filter_text:
             text.append("  filter ", style="dim")
