@@ -293,6 +293,8 @@ class Operations:
 
     def _move(self, src: str, src_dir: str, dest: str, dest_dir: str, msgs: list[Message]) -> OpResult:
         result = OpResult("move", src)
+        # oldest first, whatever their state, so DEST keeps the order they were published in
+        msgs = sorted(msgs, key=lambda m: (m.created_at or 0.0, m.id))
         if self.root.layout == VSQS:
             divisor = vsqs_ops.divisor_for(None, self.root.scan_queue(dest).id_unit)
             prepare = vsqs_ops.placer(dest_dir, divisor)
