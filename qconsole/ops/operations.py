@@ -392,6 +392,7 @@ class Operations:
         self._guard("recover")
         names, _errors = self.root.queue_names()
         dirs = [self.root.path] + [os.path.join(self.root.path, n) for n in names]
+        dirs += [os.path.join(trash.trash_dir(self.root.path), b.batch) for b in trash.list_batches(self.root.path)]
         try:
             report = claims.recover(self.root.path, dirs, force=force)
         except OSError as err:

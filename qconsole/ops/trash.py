@@ -14,6 +14,7 @@ from typing import Any
 from ..layouts import ddmq as ddmq_layout
 from ..layouts import vsqs as vsqs_layout
 from ..states import DDMQ
+from .claims import CFG, new_token, owned_name
 from .fsatomic import link_noclobber, replace_file
 from .result import OperationError, TrashBatch
 
@@ -43,7 +44,8 @@ def new_batch(root: str, action: str, queue: str | None, layout: str, user: str)
 
 def write_manifest(root: str, batch: str, doc: dict[str, Any]) -> None:
     path = os.path.join(trash_dir(root), batch, MANIFEST)
-    replace_file(path, json.dumps(doc, indent=1).encode(), f".{MANIFEST}.{secrets.token_hex(4)}")
+    # the temp name is a qconsole-owned one, so `recover` removes it after a kill
+    replace_file(path, json.dumps(doc, indent=1).encode(), owned_name(CFG, new_token()))
 
 
 def read_manifest(root: str, batch: str) -> dict[str, Any]:
