@@ -1,0 +1,214 @@
+"""The ops commands through the CLI: bad input gets one line and exit 2, nothing changes;
+read-only refuses everything; confirmations; trash, audit and config output."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from typer.testing import CliRunner
+
+from qconsole.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str, env: dict | None = None):
+    return runner.invoke(app, list(args), env=env)
+
+
+def tree(root: str) -> dict[str, bytes]:
+    """Every file under the root except qconsole's own state dir, with its content."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        dirs[:] = [x for x in dirs if x != ".qconsole"]
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = fh.read()
+    return out
+
+
+@pytest.fixture
+def droot(ddmq_root):
+    root, broker = ddmq_root
+    broker.create_queue("dlq")
+    for i in range(3):
+        broker.publish("jobs", f"m{i}")
+    broker.consume("jobs")
+    return root
+
+
+MUTATIONS = [
+    ["publish", "jobs", "x"],
+    ["requeue", "jobs", "--all"],
+    ["delete", "jobs", "deadbeef", "--yes"],
+    ["purge", "jobs", "--yes"],
+    ["move", "jobs", "dlq", "--all"],
+    ["config", "jobs", "priority=5"],
+    ["create", "newq"],
+    ["trash", "restore"],
+    ["trash", "empty", "--yes"],
+    ["recover"],
+]
+
+
+@pytest.mark.parametrize("cmd", MUTATIONS, ids=lambda c: " ".join(c[:2]))
+def test_read_only_refuses_every_mutation(droot, cmd):
+    before = tree(droot)
+    res = run(*cmd, "-r", droot, "--read-only")
+    assert res.exit_code == 2
+    assert "read-only" in res.output
+    res = run(*cmd, "-r", droot, env={"QCONSOLE_READ_ONLY": "1"})
+    assert res.exit_code == 2 and "read-only" in res.output
+    assert tree(droot) == before
+    assert not os.path.exists(os.path.join(droot, ".qconsole", "audit.log"))
+
+
+@pytest.mark.parametrize("cmd, needle", [
+    (["publish", "nosuch", "x"], "no queue"),
+    (["publish", "../etc", "x"], "bad queue name"),
+    (["publish", "a/b", "x"], "bad queue name"),
+    (["publish", "jobs", "x", "--priority", "-1"], "negative"),
+    (["publish", "jobs", "x", "--vsqs-clock", "ms"], "VSQS"),
+    (["requeue", "jobs", "nosuchid"], "no message"),
+    (["requeue", "jobs"], "requeue what"),
+    (["delete", "jobs", "nosuchid", "--yes"], "no message"),
+    (["move", "jobs", "jobs", "--all"], "same queue"),
+    (["move", "jobs", "nosuch", "--all"], "no queue"),
+    (["move", "jobs", "dlq"], "move what"),
+    (["purge", "jobs", "--state", "writing", "--yes"], "purge --state"),
+    (["config", "jobs", "priority=abc"], "non-negative integer"),
+    (["config", "jobs", "requeue=maybe"], "true or false"),
+    (["config", "jobs", "message_timeout=-5"], "non-negative integer"),
+    (["create", "jobs"], "already exists"),
+    (["create", ".hidden"], "bad queue name"),
+    (["trash", "restore", "nosuch"], "trash is empty"),
+    (["trash", "empty", "--older-than", "soon", "--yes"], "bad duration"),
+])
+def test_bad_input_one_line_exit_2_nothing_changed(droot, cmd, needle):
+    before = tree(droot)
+    res = run(*cmd, "-r", droot)
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+    assert "Traceback" not in res.output
+    assert tree(droot) == before
+
+
+def test_delete_and_purge_refuse_without_terminal_or_yes(droot):
+    before = tree(droot)
+    for cmd in (["purge", "jobs"], ["delete", "jobs", "x"], ["trash", "empty"]):
+        res = run(*cmd, "-r", droot)
+        assert res.exit_code == 2 and "--yes" in res.output
+    assert tree(droot) == before
+
+
+def test_purge_keeps_queue_files_and_undo(droot):
+    res = run("purge", "jobs", "--yes", "-r", droot)
+    assert res.exit_code == 0, res.output
+    assert "3 done" in res.output
+    assert sorted(os.listdir(os.path.join(droot, "jobs"))) == ["ddmq.yaml", "work"]
+    listing = run("trash", "list", "--json", "-r", droot)
+    (batch,) = json.loads(listing.output)
+    assert batch["count"] == 3 and batch["action"] == "purge" and batch["queue"] == "jobs"
+    res = run("trash", "restore", batch["batch"], "-r", droot)
+    assert res.exit_code == 0 and "3 done" in res.output
+    assert len([n for n in os.listdir(os.path.join(droot, "jobs")) if ".ddmq" in n]) == 3
+    assert os.listdir(os.path.join(droot, "jobs", "work")) == []  # in-flight came back ready
+
+
+def test_no_trash_really_unlinks_and_trash_empty(droot):
+    assert run("purge", "jobs", "--state", "ready", "--yes", "-r", droot).exit_code == 0
+    assert run("purge", "jobs", "--no-trash", "--yes", "-r", droot).exit_code == 0
+    assert len(json.loads(run("trash", "list", "--json", "-r", droot).output)) == 1
+    assert run("trash", "empty", "--older-than", "1d", "--yes", "-r", droot).exit_code == 0
+    assert len(json.loads(run("trash", "list", "--json", "-r", droot).output)) == 1
+    assert run("trash", "empty", "--yes", "-r", droot).exit_code == 0
+    assert "empty" in run("trash", "list", "-r", droot).output
+
+
+def test_audit_log_records_every_mutation(droot, tmp_path):
+    run("publish", "jobs", "hello", "-r", droot)
+    run("requeue", "jobs", "--all", "-r", droot)
+    run("publish", "nosuch", "x", "-r", droot)  # refused before the audit: validation error
+    res = run("audit", "--json", "-r", droot)
+    lines = [json.loads(x) for x in res.output.splitlines()]
+    assert [r["action"] for r in lines] == ["publish", "requeue"]
+    for r in lines:
+        assert {"time", "user", "host", "pid", "root", "queue", "action", "outcome", "count"} <= set(r)
+        assert r["time"].endswith("Z") and r["root"] == droot
+    assert lines[1]["count"] == 1 and lines[1]["outcome"] == "ok"
+    assert "requeue jobs" in run("audit", "--tail", "1", "-r", droot).output
+    other = str(tmp_path / "elsewhere.log")
+    run("publish", "jobs", "x", "-r", droot, "--audit-log", other)
+    assert json.loads(open(other).read())["action"] == "publish"
+
+
+def test_audit_falls_back_to_state_dir_when_root_not_writable(droot, tmp_path, monkeypatch):
+    from qconsole.ops import audit
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setattr(audit, "_writable_dir", lambda p: False)
+    assert audit.default_path(droot) == str(tmp_path / "state" / "qconsole" / "audit.log")
+
+
+def test_config_shows_sources_and_sets(droot):
+    res = run("config", "-r", droot)
+    assert res.exit_code == 0 and "priority" in res.output and "(default)" in res.output
+    assert run("config", "jobs", "priority=7", "extra=hello", "-r", droot).exit_code == 0
+    doc = json.loads(run("config", "jobs", "--json", "-r", droot).output)
+    assert doc["priority"] == {"value": 7, "source": "queue"}
+    assert doc["extra"]["value"] == "hello"
+    assert run("config", "requeue_prio=3", "-r", droot).exit_code == 0  # no QUEUE: the root's file
+    doc = json.loads(run("config", "dlq", "--json", "-r", droot).output)
+    assert doc["requeue_prio"]["source"] == "queue"  # ddmq wrote defaults into the queue file
+    assert "requeue_prio: 3" in open(os.path.join(droot, "ddmq.yaml")).read()
+
+
+def test_vsqs_config_says_no_settings(vsqs_root):
+    root, manager = vsqs_root
+    manager.get_queue("jobs")
+    res = run("config", "jobs", "priority=1", "-r", root)
+    assert res.exit_code == 2 and "no settings" in res.output
+    res = run("publish", "jobs", "x", "--priority", "3", "-r", root)
+    assert res.exit_code == 2 and "ddmq option" in res.output
+
+
+def test_publish_from_stdin_and_count(vsqs_root):
+    root, manager = vsqs_root
+    manager.get_queue("jobs")
+    res = runner.invoke(app, ["publish", "jobs", "--file", "-", "--count", "3", "-r", root], input=b"payload")
+    assert res.exit_code == 0, res.output
+    files = sorted(os.listdir(os.path.join(root, "jobs")))
+    assert len(files) == 3 and all(len(f) == 16 for f in files)
+    assert open(os.path.join(root, "jobs", files[0]), "rb").read() == b"payload"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permission bits")
+def test_permission_denied_is_one_line(droot):
+    qdir = os.path.join(droot, "jobs")
+    os.chmod(qdir, 0o555)
+    try:
+        before = tree(droot)
+        res = run("publish", "jobs", "x", "-r", droot)
+        assert res.exit_code == 2 and "ermission denied" in res.output
+        assert tree(droot) == before
+    finally:
+        os.chmod(qdir, 0o755)
+
+
+def test_permission_denied_simulated_is_one_line(droot, monkeypatch):
+    """As root the bits above are ignored: simulate EACCES on create (a sticky/group dir)."""
+    from qconsole.ops import fsatomic
+
+    def denied(path, gid=None):
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(fsatomic, "create_exclusive", denied)
+    before = tree(droot)
+    for cmd in (["publish", "jobs", "x"], ["config", "jobs", "priority=3"], ["requeue", "jobs", "--all"]):
+        res = run(*cmd, "-r", droot)
+        assert res.exit_code == 2 and "permission denied" in res.output.lower(), res.output
+        assert "Traceback" not in res.output
+        assert tree(droot) == before  # requeue put its claim back
