@@ -43,11 +43,13 @@ class QueueScreen(Screen[None]):
             self.scan = scan
             self.error = error
 
-    def __init__(self, root: Root, queue: str) -> None:
+    def __init__(self, root: Root, queue: str, counts: QueueScan | None = None) -> None:
         super().__init__()
         self.qroot = root
         self.queue = queue
         self.scan: QueueScan | None = None
+        #: the root screen's last counts, shown until the full listing arrives
+        self.counts = counts
         self.error: str | None = None
         self._timer = None
 
@@ -119,8 +121,9 @@ class QueueScreen(Screen[None]):
     # -- status ---------------------------------------------------------------------------
     def update_title(self) -> None:
         t = Text.assemble(("queue ", "dim"), (safe_name(self.queue), "bold"), (f"  {self.qroot.layout}", "dim"))
-        if self.scan is not None:
-            c = self.scan.counts
+        shown = self.scan or self.counts
+        if shown is not None:
+            c = shown.counts
             t.append(f"  ready {c['ready']}  in-flight {c['inflight']}  ", "")
             t.append(f"expired {c['expired']}", "red" if c["expired"] else "")
             if c["writing"]:
@@ -150,6 +153,8 @@ class QueueScreen(Screen[None]):
             for e in self.scan.errors[:1]:
                 t.append("  ")
                 t.append(safe_name(e), "red")
+        if self.scan is None and not self.error:
+            t.append("listing messages…", "dim")
         self.query_one("#qstatus", Static).update(t)
 
     def on_message_list_cursor_moved(self) -> None:

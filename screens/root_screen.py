@@ -253,11 +253,12 @@ class RootScreen(Screen[None]):
         return self.qapp.roots[i], scan.name
 
     def action_open_queue(self) -> None:
+        key = self.cursor_key()
         sel = self.selected()
-        if sel:
+        if sel and key:
             from .queue_screen import QueueScreen
 
-            self.app.push_screen(QueueScreen(*sel))
+            self.app.push_screen(QueueScreen(*sel, counts=self.scans[key][1]))
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:
