@@ -31,14 +31,14 @@ def summary_renderable(doc: dict[str, Any]) -> RenderableType:
     title = Text("qconsole report · ")
     title.append_text(safe_text(doc["root"]))
     title.append(f" ({doc['layout']})")
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
     table.add_column("queue", no_wrap=True)
     for s in STATES:
         table.add_column(s, justify="right")
     table.add_column("poison", justify="right")
     table.add_column("dups", justify="right")
     table.add_column("errors", justify="right")
-    spreads = Table(title="ages and payload sizes (p50 / p95 / max)", title_justify="left", box=box.SIMPLE_HEAD)
+    spreads = Table(title="ages and payload sizes (p50 / p95 / max)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
     spreads.add_column("queue", no_wrap=True)
     for head in ("age p50", "p95", "max", "size p50", "p95", "max"):
         spreads.add_column(head, justify="right")

@@ -198,7 +198,11 @@ def queue_summaries(spark: Any, msgs: Any, queues: Sequence[tuple[str, str]], no
 
     state = F.col("state")
     is_msg = state.isin(*MESSAGE_STATES)
-    age = F.greatest(F.lit(0.0), F.lit(float(now)) - F.col("created_at").cast("double"))
+    # greatest() skips nulls: keep a missing created_at null instead of an age of 0
+    age = F.when(
+        F.col("created_at").isNotNull(),
+        F.greatest(F.lit(0.0), F.lit(float(now)) - F.col("created_at").cast("double")),
+    )
     pcts = list(summary.PERCENTILES)
     per_queue = msgs.groupBy("queue").agg(
         *[F.sum(F.when(state == s, 1).otherwise(0)).alias(f"n_{s}") for s in STATES],

@@ -1,0 +1,124 @@
+"""`report` on a real local SparkSession (one per test session) against roots written by the
+real clients: Spark's figures equal the core scan's counts, the plain-Python summary and
+hand-computed values; the CLI writes summary.json + Parquet; missing Java is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from qconsole.report import history, inventory, summary
+from qconsole.scan import Root
+from qconsole.states import STATES
+from report_roots import build_ddmq_root, build_vsqs_root, history_lines
+
+pytestmark = pytest.mark.spark
+
+
+def _run(spark, root: str, out: str, **kw):
+    from qconsole.report import spark_job
+
+    handle = Root(root)
+    names, errors = handle.queue_names()
+    now = time.time()
+    doc = spark_job.run_report(spark, root=handle.path, layout=handle.layout, queues=names,
+                               root_errors=errors, out_dir=out, now=now, **kw)
+    return handle, names, now, doc
+
+
+def test_ddmq_report_equals_scan_python_pass_and_hand_values(spark, tmp_path):
+    from pyspark.testing import assertDataFrameEqual
+
+    from qconsole.report import spark_job
+
+    build_ddmq_root(str(tmp_path / "dd"))
+    hist = str(tmp_path / "stats.jsonl")
+    history_lines(hist)
+    out = str(tmp_path / "out")
+    handle, names, now, doc = _run(spark, str(tmp_path / "dd"), out, history_files=[hist], threshold=3)
+
+    # the inventory Parquet is exactly what the plain-Python scanner produces
+    rows = inventory.scan_root_rows(handle.path, handle.layout, names, now)
+    assertDataFrameEqual(
+        spark.read.parquet(os.path.join(out, "messages")),
+        spark.createDataFrame(rows, spark_job.inventory_schema()),
+    )
+    # Spark's summaries equal the plain-Python pass over the same rows, field by field
+    expected = summary.queue_stats(rows, [(n, handle.layout) for n in names], now, 3)
+    for got, want in zip(doc["queues"], expected):
+        for key in want:
+            assert (key, got[key]) == (key, want[key])
+    assert doc["queues"] == expected
+    # and the counts equal the core scan's (what `stats` prints)
+    scan = {q.name: q for q in handle.scan(now=now).queues}
+    for q in doc["queues"]:
+        assert {s: q["counts"][s] for s in STATES} == scan[q["name"]].counts
+    jobs = next(q for q in doc["queues"] if q["name"] == "jobs")
+    assert jobs["percentiles"]["size_bytes"] == {"p50": 7.5, "p95": 85.0, "max": 100.0}
+    assert [p["requeue_counter"] for p in jobs["poison"]] == [4, 3]
+    assert jobs["duplicates"] == 2 and jobs["errors"] == 3
+    assert doc["totals"]["total"] == 8 and doc["totals"]["foreign"] == 1
+    assert doc["oldest_backlog"][0]["name"] == "jobs"
+
+    on_disk = json.load(open(os.path.join(out, "summary.json")))
+    assert on_disk == json.loads(json.dumps(doc))
+    assert on_disk["schema"] == "qconsole.report/1"
+    assert on_disk["engine"]["spark_version"] == spark.version
+    assert on_disk["engine"]["master"] == "local[1]"
+
+    # hourly trends, hand-computed: 10:00 has ready 4, 8, 3 and ages 10, 30, 50
+    assert doc["history"]["skipped_lines"] == 1
+    assert doc["trends"] == [
+        {"queue": "jobs", "hour": "2024-05-01T10:00:00.000Z", "samples": 3, "ready_min": 3,
+         "ready_avg": 5.0, "ready_max": 8, "oldest_ready_age_avg_s": 30.0, "oldest_ready_age_max_s": 50.0},
+        {"queue": "jobs", "hour": "2024-05-01T11:00:00.000Z", "samples": 1, "ready_min": 0,
+         "ready_avg": 0.0, "ready_max": 0, "oldest_ready_age_avg_s": None, "oldest_ready_age_max_s": None},
+    ]
+    trends = spark.read.parquet(os.path.join(out, "trends"))
+    assert trends.columns == list(history.TREND_COLUMNS) and trends.count() == 2
+
+
+def test_cli_report_on_a_vsqs_root_writes_summary_and_parquet(spark, tmp_path):
+    from typer.testing import CliRunner
+
+    from qconsole.cli import app
+
+    build_vsqs_root(str(tmp_path / "vs"))
+    out = str(tmp_path / "out")
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "vs"), "--out", out, "--poison-threshold", "2"])
+    assert result.exit_code == 0, result.output
+    assert "jobs" in result.stdout and "summary.json" in result.stdout
+    doc = json.load(open(os.path.join(out, "summary.json")))
+    assert doc["poison_threshold"] == 2
+    scan = {q.name: q for q in Root(str(tmp_path / "vs")).scan().queues}
+    for q in doc["queues"]:
+        assert {s: q["counts"][s] for s in STATES} == scan[q["name"]].counts
+    jobs = next(q for q in doc["queues"] if q["name"] == "jobs")
+    assert jobs["duplicates"] == 2 and jobs["errors"] == 2  # binary payload, foreign file: counted, not fatal
+    frame = spark.read.parquet(os.path.join(out, "messages"))
+    assert frame.count() == 6  # 5 message files + 1 foreign
+    assert frame.where("error = 'binary payload'").count() == 1
+    assert spark.getActiveSession() is not None  # the CLI leaves a session it did not start
+
+
+@pytest.mark.parametrize("how", ["precheck", "gateway"])
+def test_missing_java_is_one_line_and_exit_2(tmp_path, how):
+    pytest.importorskip("pyspark")
+    build_vsqs_root(str(tmp_path / "vs"))
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")}
+    env["JAVA_HOME"] = str(tmp_path / "no-java")
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + "/nonexistent"
+    # "gateway": skip qconsole's own check, so PySpark's JAVA_GATEWAY_EXITED is what is caught
+    patch = "import qconsole.report.spark_job as j; j.java_missing = lambda: False; " if how == "gateway" else ""
+    code = patch + "import sys; from qconsole.cli import main; sys.argv = ['qconsole', 'report', sys.argv[1], '--out', sys.argv[2]]; main()"
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "vs"), str(tmp_path / "out")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Java 17 or 21" in lines[0] and "install" in lines[0]
