@@ -48,6 +48,12 @@ def main() -> None:
 
         print(f"qconsole {__version__}")
         return
+    if args[:1] == ["stats"]:  # the monitoring path: skip typer's setup when it can
+        from .monitor import fast_stats
+
+        code = fast_stats(args[1:])
+        if code is not None:
+            sys.exit(code)
     try:
         app(args=args, prog_name="qconsole")
     except KeyboardInterrupt:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from itertools import filterfalse
+from operator import attrgetter, methodcaller
 
 #: qconsole's own transient files (publish temp files, requeue/move claims) start with this.
 #: Neither client lists them: VSQS cannot int() them, ddmq's ``*.ddmq*`` glob never matches
@@ -31,6 +33,22 @@ def list_entries(path: str) -> Iterator[tuple[str, bool]]:
             except OSError:
                 regular = False
             yield entry.name, regular
+
+
+_NAME = attrgetter("name")
+_IS_FILE = methodcaller("is_file", follow_symlinks=False)
+
+
+def listing(path: str) -> tuple[list[str], set[str]]:
+    """Every name in one directory listing, and the set of those that are not regular files.
+
+    The bulk form of :func:`list_entries` for counting: the per-entry work runs in C
+    (map/filter over DirEntry objects), which is what keeps a 200k-message scan near
+    ``find``'s speed. The type comes from the directory entry (no stat); links are not followed.
+    """
+    with os.scandir(path) as it:
+        entries = list(it)
+    return list(map(_NAME, entries)), set(map(_NAME, filterfalse(_IS_FILE, entries)))
 
 
 class ErrorList:

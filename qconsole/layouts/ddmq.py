@@ -9,12 +9,15 @@ clean() calls ``int()`` on the first dotted part of every such name in ``work/``
 from __future__ import annotations
 
 import os
+import re
 import time
+from collections import Counter
+from operator import attrgetter, itemgetter, methodcaller
 
 from ..model import Message, QueueScan
 from ..states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 from ..timeunits import ddmq_created
-from .common import QC_TEMP_PREFIX, ErrorList, is_ascii_digits, list_entries, os_error_line
+from .common import QC_TEMP_PREFIX, ErrorList, is_ascii_digits, list_entries, listing, os_error_line
 
 CONFIG = "ddmq.yaml"
 WORK = "work"
@@ -94,93 +97,103 @@ def list_queue_names(root: str) -> tuple[list[str], list[str]]:
     return names, errors
 
 
+_WAITING_RE = re.compile(r"([0-9]+)\.([0-9]+)\.ddmq([A-Za-z0-9]+)")
+_WORK_RE = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)\.ddmq([A-Za-z0-9]+)")
+_GROUPS = methodcaller("groups")
+_STRING = attrgetter("string")
+
+
+def _bulk_parse(
+    pattern: re.Pattern[str], names: list[str], irregular: set[str]
+) -> tuple[list[tuple[str, ...]], list[str]]:
+    """(groups of every regular name the pattern matches, the names left over), in C."""
+    matches = list(filter(None, map(pattern.fullmatch, names)))
+    if irregular:
+        matches = [m for m in matches if m.string not in irregular]
+    if len(matches) == len(names):
+        return list(map(_GROUPS, matches)), []
+    matched = set(map(_STRING, matches))
+    return list(map(_GROUPS, matches)), [n for n in names if n not in matched]
+
+
 def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool = False) -> QueueScan:
     """Count one ddmq queue from two directory listings (queue dir and work/)."""
     now = time.time() if now is None else now
     scan = QueueScan(name=name, layout=DDMQ, scanned_at=now)
     errors = ErrorList()
     qdir = os.path.join(root, name)
-    waiting: dict[str, tuple[str, str, str]] = {}  # id -> (name, prio, qn)
-    held: dict[str, tuple[str, int, str, str]] = {}  # id -> (name, deadline, prio, qn)
     temp = foreign = 0
     try:
-        for fname, regular in list_entries(qdir):
-            if fname in _QUEUE_FILES:
-                continue
-            if fname.startswith(QC_TEMP_PREFIX):
-                temp += 1
-                continue
-            parsed = parse_waiting(fname)
-            if parsed is None:
-                foreign += 1
-                if matches_client_glob(fname):
-                    errors.add(f"{fname}: matches ddmq's *.ddmq* glob but is not a message name")
-                continue
-            if not regular:
-                foreign += 1
-                errors.add(f"{fname}: named like a message but not a regular file")
-                continue
-            prio, qn, uid = parsed
-            waiting[uid] = (fname, prio, qn)
+        names, irregular = listing(qdir)
     except OSError as err:
         scan.errors.append(os_error_line(err, name))
         return scan
+    wgroups, rest = _bulk_parse(_WAITING_RE, names, irregular)  # (prio, qn, uid)
+    for fname in rest:
+        if fname in _QUEUE_FILES:
+            continue
+        if fname.startswith(QC_TEMP_PREFIX):
+            temp += 1
+            continue
+        foreign += 1
+        if fname in irregular and parse_waiting(fname) is not None:
+            errors.add(f"{fname}: named like a message but not a regular file")
+        elif matches_client_glob(fname):
+            errors.add(f"{fname}: matches ddmq's *.ddmq* glob but is not a message name")
+    hgroups: list[tuple[str, ...]] = []  # (deadline, prio, qn, uid)
     try:
-        for fname, regular in list_entries(os.path.join(qdir, WORK)):
+        wnames, wirregular = listing(os.path.join(qdir, WORK))
+    except OSError as err:
+        errors.add(os_error_line(err, f"{name}/{WORK}"))
+    else:
+        hgroups, wrest = _bulk_parse(_WORK_RE, wnames, wirregular)
+        for fname in wrest:
             if fname.startswith(QC_TEMP_PREFIX):
                 temp += 1
                 continue
-            wparsed = parse_work(fname)
-            if wparsed is None:
-                foreign += 1
-                if matches_client_glob(fname):
-                    errors.add(f"work/{fname}: not a work file name; ddmq's clean() will fail on it")
-                continue
-            if not regular:
-                foreign += 1
+            foreign += 1
+            if fname in wirregular and parse_work(fname) is not None:
                 errors.add(f"work/{fname}: named like a message but not a regular file")
-                continue
-            dl, prio, qn, uid = wparsed
-            held[uid] = (fname, int(dl), prio, qn)
-    except OSError as err:
-        errors.add(os_error_line(err, f"{name}/{WORK}"))
+            elif matches_client_glob(fname):
+                errors.add(f"work/{fname}: not a work file name; ddmq's clean() will fail on it")
 
     # Two listings can see one message in both places while a consumer renames it: the
     # consumed copy (work/) wins, since consume is the rename in flight far more often.
-    for uid in held.keys() & waiting.keys():
-        del waiting[uid]
+    held_uids = set(map(itemgetter(3), hgroups))
+    if len(held_uids) != len(hgroups):  # one id twice in work/: keep one, as a dict would
+        hgroups = list({g[3]: g for g in hgroups}.values())
+    uids = set(map(itemgetter(2), wgroups))
+    if len(uids) != len(wgroups) or not uids.isdisjoint(held_uids):
+        latest = {g[2]: g for g in wgroups}  # one entry per id, as a listing twice would give
+        wgroups = [g for uid, g in latest.items() if uid not in held_uids]
 
     counts = scan.counts
-    counts[READY] = len(waiting)
+    counts[READY] = len(wgroups)
     counts[WRITING] = temp
     counts[FOREIGN] = foreign
     by_prio: dict[str, dict[str, int]] = {}
-    oldest: float | None = None
-    for _fname, prio, qn in waiting.values():
+    for prio, n in Counter(map(itemgetter(0), wgroups)).items():
+        by_prio[prio] = {READY: n, INFLIGHT: 0, EXPIRED: 0}
+    if wgroups:
+        # same 10 digits of seconds first, then the fraction: text order is time order
+        qns = [qn for qn in map(itemgetter(1), wgroups) if len(qn) >= 10]
+        scan.oldest_ready_created = ddmq_created(min(qns)) if qns else None
+    # expired: deadline < int(now) (ddmq's clean()); as numbers, so any digit width works
+    cutoff = int(now)
+    deadlines = list(map(int, map(itemgetter(0), hgroups)))
+    live = list(map(cutoff.__le__, deadlines))
+    for (prio, alive), n in Counter(zip(map(itemgetter(1), hgroups), live)).items():
         slot = by_prio.get(prio)
         if slot is None:
             slot = by_prio[prio] = {READY: 0, INFLIGHT: 0, EXPIRED: 0}
-        slot[READY] += 1
-        created = ddmq_created(qn)
-        if created is not None and (oldest is None or created < oldest):
-            oldest = created
-    next_deadline: float | None = None
-    for _fname, dl, prio, _qn in held.values():
-        slot = by_prio.get(prio)
-        if slot is None:
-            slot = by_prio[prio] = {READY: 0, INFLIGHT: 0, EXPIRED: 0}
-        if is_expired(dl, now):
-            counts[EXPIRED] += 1
-            slot[EXPIRED] += 1
-        else:
-            counts[INFLIGHT] += 1
-            slot[INFLIGHT] += 1
-            if next_deadline is None or dl < next_deadline:
-                next_deadline = float(dl)
+        slot[INFLIGHT if alive else EXPIRED] += n
+    counts[INFLIGHT] = sum(live)
+    counts[EXPIRED] = len(live) - counts[INFLIGHT]
+    future = [d for d, alive in zip(deadlines, live) if alive] if counts[INFLIGHT] != len(live) else deadlines
+    next_deadline = float(min(future)) if future else None
     scan.by_priority = dict(sorted(by_prio.items(), key=lambda kv: (int(kv[0]), kv[0])))
-    scan.oldest_ready_created = oldest
     scan.next_deadline = next_deadline
-    widths = {len(p) for _f, p, _q in waiting.values()}
+    widths = {len(p) for p, n in by_prio.items() if n[READY]}
     if len(widths) > 1:
         scan.warnings.append(
             "mixed-width priorities: ddmq delivers in file-name text order, "
@@ -188,6 +201,8 @@ def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool 
         )
     scan.errors.extend(errors.result())
     if collect:
+        waiting = {g[2]: (f"{g[0]}.{g[1]}.ddmq{g[2]}", g[0], g[1]) for g in wgroups}
+        held = {g[3]: (f"{g[0]}.{g[1]}.{g[2]}.ddmq{g[3]}", int(g[0]), g[1], g[2]) for g in hgroups}
         scan.messages = _messages(name, waiting, held, now)
     return scan
 

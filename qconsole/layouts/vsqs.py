@@ -8,12 +8,15 @@ deadline has passed). vsqs 0.3 writes µs for both numbers; its README says ms. 
 from __future__ import annotations
 
 import os
+import re
 import time
+from itertools import filterfalse
+from operator import attrgetter, methodcaller
 
 from ..model import Message, QueueScan
 from ..states import EXPIRED, FOREIGN, INFLIGHT, READY, VSQS, WRITING
 from ..timeunits import vsqs_divisor
-from .common import QC_TEMP_PREFIX, ErrorList, is_ascii_digits, list_entries, os_error_line
+from .common import QC_TEMP_PREFIX, ErrorList, is_ascii_digits, list_entries, listing, os_error_line
 
 
 def parse_name(name: str) -> tuple[str, str, str | None] | None:
@@ -67,18 +70,81 @@ def looks_like_queue(path: str, probe: int = 50) -> bool:
     return seen == 0
 
 
+_HELD_RE = re.compile(r"([0-9]+)\.([0-9]+)")
+_GROUPS = methodcaller("groups")
+_STRING = attrgetter("string")
+
+
+def _held_counts(held: dict[str, str], now: float) -> tuple[int, int, float | None]:
+    """(in flight, expired, nearest future deadline in s) of ``id -> deadline digits``.
+
+    Same-width digit strings compare like numbers, so with one deadline width (the usual
+    case) this is a few C-level passes instead of an int() per message.
+    """
+    if not held:
+        return 0, 0, None
+    dls = list(held.values())
+    widths = set(map(len, dls))
+    if len(widths) == 1:
+        (width,) = widths
+        div = vsqs_divisor(dls[0])
+        now_digits = str(int(now * div))
+        if len(now_digits) == width:
+            # deadline <= now (in the clock's unit) is expired, as the client requeues it;
+            # int() truncates now, so a deadline equal to it is below the exact now: expired too
+            future = list(filter(now_digits.__lt__, dls))
+            nearest = int(min(future)) / div if future else None
+            return len(future), len(dls) - len(future), nearest
+    inflight = expired = 0
+    nearest_s: float | None = None
+    for dl in dls:
+        secs = int(dl) / vsqs_divisor(dl)
+        if secs <= now:
+            expired += 1
+        else:
+            inflight += 1
+            if nearest_s is None or secs < nearest_s:
+                nearest_s = secs
+    return inflight, expired, nearest_s
+
+
+def _oldest(ready: set[str]) -> float | None:
+    """Creation time of the oldest ready id; same-width digit strings compare like numbers."""
+    if not ready:
+        return None
+    widths = set(map(len, ready))
+    firsts = [min(ready)] if len(widths) == 1 else [min(m for m in ready if len(m) == w) for w in widths]
+    return min(int(m) / vsqs_divisor(m) for m in firsts)
+
+
 def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool = False) -> QueueScan:
     """Count one VSQS queue from a single directory listing (no file is opened or stat'ed)."""
     now = time.time() if now is None else now
     scan = QueueScan(name=name, layout=VSQS, scanned_at=now)
     errors = ErrorList()
-    ready: set[str] = set()
-    held: dict[str, str] = {}
+    try:
+        names, irregular = listing(os.path.join(root, name))
+    except OSError as err:
+        scan.errors.append(os_error_line(err, name))
+        return scan
+    # Bulk pass in C: the ready names are the all-digit ones (most of a queue).
+    ready = set(filter(str.isdigit, names))
+    if not "".join(ready).isascii():  # int() takes other digits, no writer makes them
+        ready = {m for m in ready if m.isascii()}
+    rest = list(filterfalse(ready.__contains__, names))
+    # in flight / expired: "<id>.<deadline>", also matched in bulk; then the few left over
+    held_matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
+    if irregular:
+        held_matches = [m for m in held_matches if m.string not in irregular]
+    held: dict[str, str] = dict(map(_GROUPS, held_matches))
     writing: set[str] = set()
     temp = 0
     foreign = 0
-    try:
-        for fname, regular in list_entries(os.path.join(root, name)):
+    if len(held_matches) != len(rest):
+        matched = set(map(_STRING, held_matches))
+        for fname in rest:
+            if fname in matched:
+                continue
             if fname.startswith(QC_TEMP_PREFIX):
                 temp += 1
                 continue
@@ -86,20 +152,19 @@ def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool 
             if parsed is None:
                 foreign += 1
                 continue
-            if not regular:
+            if fname in irregular:
                 foreign += 1
                 errors.add(f"{fname}: named like a message but not a regular file")
                 continue
             kind, mid, deadline = parsed
-            if kind == READY:
-                ready.add(mid)
-            elif kind == WRITING:
+            if kind == WRITING:
                 writing.add(mid)
             else:
                 held[mid] = deadline  # type: ignore[assignment]
-    except OSError as err:
-        scan.errors.append(os_error_line(err, name))
-        return scan
+    for fname in irregular & ready:
+        ready.discard(fname)
+        foreign += 1
+        errors.add(f"{fname}: named like a message but not a regular file")
 
     # A listing taken during renames can show one message under two names: count it once.
     # A consume (ready -> held) is the common rename, so the held name wins; a finished
@@ -114,27 +179,15 @@ def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool 
     counts[READY] = len(ready)
     counts[WRITING] = len(writing) + temp
     counts[FOREIGN] = foreign
-    inflight = expired = 0
-    next_deadline: float | None = None
-    held_seconds: dict[str, float] = {}
-    for mid, dl in held.items():
-        secs = int(dl) / vsqs_divisor(dl)
-        held_seconds[mid] = secs
-        if secs <= now:
-            expired += 1
-        else:
-            inflight += 1
-            if next_deadline is None or secs < next_deadline:
-                next_deadline = secs
+    inflight, expired, next_deadline = _held_counts(held, now)
     counts[INFLIGHT] = inflight
     counts[EXPIRED] = expired
     scan.next_deadline = next_deadline
 
-    if ready:
-        scan.oldest_ready_created = min(int(m) / vsqs_divisor(m) for m in ready)
+    scan.oldest_ready_created = _oldest(ready)
     ids = ready or held.keys() or writing
     if ids:
-        widths = {len(m) for m in ids}
+        widths = set(map(len, ids))
         scan.id_unit = vsqs_divisor("9" * max(widths))
         if len({vsqs_divisor("9" * w) for w in widths}) > 1:
             scan.warnings.append(
@@ -143,6 +196,7 @@ def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool 
     scan.errors.extend(errors.result())
 
     if collect:
+        held_seconds = {mid: int(dl) / vsqs_divisor(dl) for mid, dl in held.items()}
         scan.messages = _messages(name, ready, held, held_seconds, writing, now)
     return scan
 
