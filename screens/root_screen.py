@@ -23,6 +23,8 @@ from .rates import QueueHistory, rate_text
 #: below this many messages a queue is scanned with ids, so in/out rates are exact
 ID_RATE_LIMIT = 20_000
 
+QUEUE_WIDTH = 12
+
 COLUMNS = [
     ("queue", "queue"), ("layout", "layout"), ("ready", "ready"), ("inflight", "infl"),
     ("expired", "exp"), ("writing", "wr"), ("oldest", "oldest"), ("next", "next"),
@@ -70,7 +72,8 @@ class RootScreen(Screen[None]):
         yield Header()
         table: DataTable[Text | str] = DataTable(cursor_type="row", id="queues")
         for key, label in COLUMNS:
-            table.add_column(label, key=key)
+            # a fixed queue-column width keeps the cursor row's cached render in step with the others
+            table.add_column(label, key=key, width=QUEUE_WIDTH if key == "queue" else None)
         yield table
         yield Input(placeholder="filter queues (escape clears)", id="filter", classes="hidden")
         yield Static("scanning…", id="status")

@@ -24,9 +24,13 @@ SHOTS: list[tuple[str, list[str]]] = [
 
 
 async def _settle(pilot: Any) -> None:
-    for _ in range(2):
+    # the first scan starts in the root screen's on_mount: wait until it has landed
+    for _ in range(200):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
+        screens = pilot.app.screen_stack
+        if all(getattr(s, "last_batch", True) is not None for s in screens) and not pilot.app.workers:
+            break
 
 
 async def _shoot(roots: list[str], keys: list[str], out: str, name: str, size: tuple[int, int]) -> str:

@@ -54,10 +54,11 @@ def make_app(paths: list[str], clock: Clock | None = None, **kw: Any) -> QConsol
 
 
 async def settle(pilot: Any) -> None:
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    for _ in range(200):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if all(getattr(s, "last_batch", True) is not None for s in pilot.app.screen_stack) and not pilot.app.workers:
+            break
 
 
 async def open_queue(pilot: Any, name: str) -> QueueScreen:

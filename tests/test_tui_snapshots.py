@@ -38,9 +38,13 @@ def snap_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 async def settle(pilot: Any) -> None:
-    for _ in range(2):
+    # the first scan starts in the root screen's on_mount: wait until it has landed
+    for _ in range(200):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
+        screens = pilot.app.screen_stack
+        if all(getattr(s, "last_batch", True) is not None for s in screens) and not pilot.app.workers:
+            break
 
 
 def test_root_screen(snap_compare: Any, snap_app: Any) -> None:
