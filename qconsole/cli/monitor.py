@@ -80,7 +80,7 @@ def fast_stats(argv: list[str]) -> int | None:
             elif name in ("--root", "-r"):
                 root_opt = value
             elif name == "--layout":
-                layout = value.lower()
+                layout = value
         elif arg == "--json":
             json_ = True
         elif arg == "--read-only":

@@ -10,7 +10,7 @@ from ..states import STATES
 def _label(value: str) -> str:
     # controls and undecodable bytes (surrogates, which UTF-8 output cannot encode) made
     # visible first; then the exposition format's own escapes for backslash, quote, newline
-    value = escape_controls(value, keep_newlines=False)
+    value = escape_controls(value)
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 

@@ -1,0 +1,102 @@
+"""Outputs from a scan: humanized values, the Nagios line, JSON and Prometheus, and the
+typer-free `stats` fast path giving exactly what the typer command gives."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from qconsole.cli import app, register_all
+from qconsole.cli.monitor import fast_stats
+from qconsole.model import QueueScan, RootScan
+from qconsole.output import humanize, prometheus
+from qconsole.output.nagios import Thresholds, evaluate
+from qconsole.output.stats_json import SCHEMA, iso_utc, stats_document
+
+register_all()
+NOW = 1_700_000_000.0
+
+
+def _scan() -> RootScan:
+    q = QueueScan("jobs", "vsqs", NOW)
+    q.counts.update(ready=5, inflight=2, expired=1, writing=1, foreign=3)
+    q.oldest_ready_created = NOW - 90
+    q.next_deadline = NOW + 30
+    e = QueueScan('we"ird\nq', "vsqs", NOW)
+    return RootScan("/r", "vsqs", NOW, 0.01, [q, e])
+
+
+def test_humanize():
+    assert [humanize.duration(x) for x in (None, 5, 65, 7260, 90000, -5)] == ["-", "5s", "1m05s", "2h01m", "1d01h", "-5s"]
+    assert [humanize.size(x) for x in (None, 5, 2048, 5 * 2**20)] == ["-", "5 B", "2.0 KiB", "5.0 MiB"]
+    assert humanize.clock(0, utc=True) == "1970-01-01 00:00:00"
+    assert iso_utc(0.5) == "1970-01-01T00:00:00.500Z"
+
+
+def test_stats_document_totals_exclude_foreign():
+    doc = stats_document(_scan())
+    assert doc["schema"] == SCHEMA == "qconsole.stats/1"
+    q = doc["queues"][0]
+    assert q["total"] == 9 and q["foreign"] == 3
+    assert q["oldest_ready_age_s"] == 90.0 and q["next_expiry_s"] == 30.0
+    assert doc["queues"][1]["oldest_ready_age_s"] is None and doc["queues"][1]["next_expiry_s"] is None
+    assert doc["totals"] == {"queues": 2, "ready": 5, "inflight": 2, "expired": 1, "writing": 1, "foreign": 3, "total": 9}
+
+
+def test_prometheus_escapes_labels():
+    out = prometheus.render(_scan())
+    assert 'queue="we\\"ird\\nq"' in out
+    assert 'qconsole_messages{root="/r",queue="jobs",layout="vsqs",state="foreign"} 3' in out
+    assert 'qconsole_oldest_ready_age_seconds{root="/r",queue="jobs"} 90.000' in out
+    assert out.count("qconsole_next_expiry_seconds{") == 1  # absent for the idle queue
+
+
+@pytest.mark.parametrize(
+    "t, code",
+    [(Thresholds(), 0), (Thresholds(warn_ready=5), 1), (Thresholds(crit_ready=5), 2),
+     (Thresholds(warn_age=60, crit_age=120), 1), (Thresholds(crit_age=90), 2), (Thresholds(warn_expired=2), 0)],
+)
+def test_nagios(t, code):
+    got, line = evaluate(_scan(), t)
+    assert got == code
+    assert re.match(r"QCONSOLE (OK|WARNING|CRITICAL) - .+ \| jobs_ready=5;", line)
+    assert "\n" not in line and "we_ird_q_ready=0" in line
+
+
+def test_nagios_scan_errors_warn():
+    s = _scan()
+    s.queues[0].errors.append("x: named like a message but not a regular file")
+    assert evaluate(s, Thresholds())[0] == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--json"], ["--format", "prometheus"], ["-f", "json", "-q", "jobs"], ["--format=json", "--queue=jobs"],
+     ["--json", "--format", "table"], ["--json", "--layout", "VSQS"], ["--json", "-q", "nope"],
+     ["--json", "-q", "a/b"]],
+)
+def test_fast_path_matches_typer(tmp_path, capsys, args):
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "1700000000000000").write_text("x")
+    (tmp_path / "jobs" / "1700000000000001.1700000000000002").write_text("x")
+    code = fast_stats([str(tmp_path), *args])
+    fast = capsys.readouterr()
+    res = CliRunner().invoke(app, ["stats", str(tmp_path), *args])
+    assert code == res.exit_code
+    assert fast.err == res.stderr
+
+    def norm(text: str) -> str:
+        return re.sub(r'("generated_at": "[^"]+"|"(scan_duration_s|oldest_ready_age_s|next_expiry_s)": [0-9.e-]+|'
+                      r'qconsole_(scan|oldest|next)_\w+\{[^}]*\} [0-9.e-]+)', "", text)
+
+    assert norm(fast.out) == norm(res.stdout)
+    if code == 0 and "--format" not in args[:1] and "prometheus" not in args:
+        json.loads(fast.out)
+
+
+@pytest.mark.parametrize("args", [["--watch", "1"], [], ["--format", "table"], ["--help"], ["--bogus"], ["--queue"]])
+def test_fast_path_declines_what_it_does_not_handle(tmp_path, args):
+    assert fast_stats([str(tmp_path), *args]) is None
