@@ -17,7 +17,7 @@ from operator import attrgetter, itemgetter, methodcaller
 from ..model import Message, QueueScan
 from ..states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 from ..timeunits import ddmq_created
-from .common import QC_TEMP_PREFIX, ErrorList, is_ascii_digits, list_entries, listing, os_error_line
+from .common import QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, os_error_line
 
 CONFIG = "ddmq.yaml"
 WORK = "work"
@@ -108,7 +108,7 @@ def _bulk_parse(
 ) -> tuple[list[tuple[str, ...]], list[str]]:
     """(groups of every regular name the pattern matches, the names left over), in C."""
     matches = list(filter(None, map(pattern.fullmatch, names)))
-    if irregular:
+    if any(map(pattern.fullmatch, irregular)):  # ("work" itself is irregular, never a match)
         matches = [m for m in matches if m.string not in irregular]
     if len(matches) == len(names):
         return list(map(_GROUPS, matches)), []
@@ -116,6 +116,7 @@ def _bulk_parse(
     return list(map(_GROUPS, matches)), [n for n in names if n not in matched]
 
 
+@gc_paused
 def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool = False) -> QueueScan:
     """Count one ddmq queue from two directory listings (queue dir and work/)."""
     now = time.time() if now is None else now

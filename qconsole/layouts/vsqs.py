@@ -16,7 +16,7 @@ from operator import attrgetter, methodcaller
 from ..model import Message, QueueScan
 from ..states import EXPIRED, FOREIGN, INFLIGHT, READY, VSQS, WRITING
 from ..timeunits import vsqs_divisor
-from .common import QC_TEMP_PREFIX, ErrorList, is_ascii_digits, list_entries, listing, os_error_line
+from .common import QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, os_error_line
 
 
 def parse_name(name: str) -> tuple[str, str, str | None] | None:
@@ -117,6 +117,7 @@ def _oldest(ready: set[str]) -> float | None:
     return min(int(m) / vsqs_divisor(m) for m in firsts)
 
 
+@gc_paused
 def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool = False) -> QueueScan:
     """Count one VSQS queue from a single directory listing (no file is opened or stat'ed)."""
     now = time.time() if now is None else now
@@ -134,7 +135,7 @@ def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool 
     rest = list(filterfalse(ready.__contains__, names))
     # in flight / expired: "<id>.<deadline>", also matched in bulk; then the few left over
     held_matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
-    if irregular:
+    if any(map(_HELD_RE.fullmatch, irregular)):
         held_matches = [m for m in held_matches if m.string not in irregular]
     held: dict[str, str] = dict(map(_GROUPS, held_matches))
     writing: set[str] = set()
