@@ -56,14 +56,14 @@ def test_unreadable_queue_dir_is_a_scan_error_not_a_crash(tmp_path, monkeypatch)
     (tmp_path / "good").mkdir()
     (tmp_path / "good" / "1700000000000000").write_text("x")
     (tmp_path / "bad").mkdir()
-    real = os.open
+    real = os.scandir
 
-    def fake_open(path, *args, **kwargs):
+    def scandir(path="."):
         if str(path).endswith("/bad"):
             raise PermissionError(13, "Permission denied", str(path))
-        return real(path, *args, **kwargs)
+        return real(path)
 
-    monkeypatch.setattr(os, "open", fake_open)
+    monkeypatch.setattr(os, "scandir", scandir)
     res = runner.invoke(app, ["stats", str(tmp_path), "--json"])
     assert res.exit_code == 0
     doc = json.loads(res.stdout)

@@ -51,14 +51,9 @@ def listing(path: str) -> tuple[list[str], set[str]]:
     (map/filter over DirEntry objects), which is what keeps a 200k-message scan near
     ``find``'s speed. The type comes from the directory entry (no stat); links are not followed.
     """
-    # scandir on a descriptor skips building a full path string per entry (~20% faster)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        with os.scandir(fd) as it:
-            entries = list(it)
-        return list(map(_NAME, entries)), set(map(_NAME, filterfalse(_IS_FILE, entries)))
-    finally:
-        os.close(fd)
+    with os.scandir(path) as it:
+        entries = list(it)
+    return list(map(_NAME, entries)), set(map(_NAME, filterfalse(_IS_FILE, entries)))
 
 
 def gc_paused(func: F) -> F:
