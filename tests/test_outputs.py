@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from qconsole.cli import app, register_all
-from qconsole.cli.monitor import fast_stats
+from qconsole.fastpath import fast_stats
 from qconsole.model import QueueScan, RootScan
 from qconsole.output import humanize, prometheus
 from qconsole.output.nagios import Thresholds, evaluate

@@ -28,14 +28,28 @@ def _command_names() -> set[str]:
     return names
 
 
+#: options every command takes, allowed before the command name too (value-taking ones marked)
+GLOBAL_OPTIONS = {"--read-only": False, "--layout": True, "--audit-log": True, "--root": True, "-r": True}
+
+
 def rewrite_argv(argv: list[str]) -> list[str]:
-    """`qconsole`, `qconsole ROOT` and `qconsole --read-only ROOT` mean `qconsole open ...`."""
-    if any(a in ("-h", "--help", "--version") for a in argv[:1]):
+    """`qconsole`, `qconsole ROOT` and `qconsole --read-only ROOT` mean `qconsole open ...`;
+    `qconsole --read-only purge q` means `qconsole purge --read-only q`."""
+    if argv[:1] and argv[0] in ("-h", "--help", "--version"):
         return argv
-    first = next((a for a in argv if not a.startswith("-")), None)
-    if first is None or first not in _command_names():
-        return [DEFAULT_COMMAND, *argv]
-    return argv
+    leading: list[str] = []
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        name = argv[i].partition("=")[0]
+        if name not in GLOBAL_OPTIONS:
+            break
+        takes_value = GLOBAL_OPTIONS[name] and "=" not in argv[i]
+        leading.extend(argv[i : i + 1 + takes_value])
+        i += 1 + takes_value
+    rest = argv[i:]
+    if rest and rest[0] in _command_names():
+        return [rest[0], *leading, *rest[1:]]
+    return [DEFAULT_COMMAND, *argv]
 
 
 def main() -> None:
@@ -48,12 +62,6 @@ def main() -> None:
 
         print(f"qconsole {__version__}")
         return
-    if args[:1] == ["stats"]:  # the monitoring path: skip typer's setup when it can
-        from .monitor import fast_stats
-
-        code = fast_stats(args[1:])
-        if code is not None:
-            sys.exit(code)
     try:
         app(args=args, prog_name="qconsole")
     except KeyboardInterrupt:

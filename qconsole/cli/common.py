@@ -11,6 +11,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from ..errors import QConsoleError
+from ..fastpath import pick_root  # noqa: F401 (shared with the typer-free stats path)
 from ..safetext import escape_controls
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -64,8 +65,3 @@ def guarded(func: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
-
-
-def pick_root(positional: str | None, option: str | None) -> str | None:
-    """A positional ROOT wins over --root, which already falls back to $QCONSOLE_ROOT."""
-    return positional or option or os.environ.get("QCONSOLE_ROOT") or None

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..errors import QConsoleError
+from ..fastpath import fast_stats, render_machine  # noqa: F401 (fast_stats re-exported)
 from ..scan import Root
 from ..states import STATES
 from .app import app
@@ -36,73 +37,13 @@ def _dump(doc: Any, pretty: bool) -> str:
 
 def _stats_once(handle: Root, queue: list[str] | None, fmt: Format, *, pretty: bool) -> None:
     scan = handle.scan(queue)
-    if fmt is Format.json:
-        from ..output.stats_json import stats_document
-
-        sys.stdout.write(_dump(stats_document(scan), pretty=pretty) + "\n")
-    elif fmt is Format.prometheus:
-        from ..output import prometheus
-
-        sys.stdout.write(prometheus.render(scan))
+    if fmt is not Format.table:
+        sys.stdout.write(render_machine(scan, fmt.value, pretty=pretty))
     else:
         from ..output.tables import stats_table
 
         _stdout_console().print(stats_table(scan))
     sys.stdout.flush()
-
-
-def fast_stats(argv: list[str]) -> int | None:
-    """``stats`` in JSON or Prometheus form without building the typer command (exit code).
-
-    Monitoring agents run this every few seconds; typer's per-call setup (and the pydantic
-    import behind it) costs more than scanning a big root. Only the plain machine forms are
-    taken: anything else (--watch, --help, table output, an unknown option) returns None and
-    goes through typer, which defines the behaviour; tests check both paths agree.
-    """
-    root = root_opt = None
-    json_, fmt, layout = False, None, "auto"
-    queues: list[str] = []
-    it = iter(argv)
-    for arg in it:
-        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        if name in ("--format", "-f", "--queue", "-q", "--root", "-r", "--layout", "--audit-log"):
-            if not eq:
-                nxt = next(it, None)
-                if nxt is None:
-                    return None
-                value = nxt
-            if name in ("--format", "-f"):
-                if value not in ("json", "prometheus", "table"):
-                    return None
-                fmt = value
-            elif name in ("--queue", "-q"):
-                queues.append(value)
-            elif name in ("--root", "-r"):
-                root_opt = value
-            elif name == "--layout":
-                layout = value
-        elif arg == "--json":
-            json_ = True
-        elif arg == "--read-only":
-            pass
-        elif not arg.startswith("-") and root is None:
-            root = arg
-        else:
-            return None
-    chosen = "json" if json_ else fmt
-    if chosen not in ("json", "prometheus"):
-        return None
-
-    @guarded
-    def run() -> None:
-        handle = Root(pick_root(root, root_opt), layout)
-        _stats_once(handle, queues or None, Format(chosen), pretty=True)
-
-    try:
-        run()
-    except typer.Exit as exit_:
-        return exit_.exit_code
-    return 0
 
 
 @app.command()

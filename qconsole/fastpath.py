@@ -1,0 +1,102 @@
+"""``qconsole stats --json`` / ``--format prometheus`` without importing typer.
+
+Monitoring agents run this every few seconds. typer (and the pydantic import behind it)
+costs more start-up than scanning a 200k-message root, so the console script answers the
+plain machine forms here and hands anything else (tables, --watch, --help, an option this
+parser does not know) to the typer CLI, which defines the behaviour. Tests check that both
+paths give the same output, errors and exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from .errors import QConsoleError
+from .safetext import escape_controls
+
+MACHINE_FORMATS = ("json", "prometheus")
+
+
+def pick_root(positional: str | None, option: str | None) -> str | None:
+    """A positional ROOT wins over --root, which falls back to $QCONSOLE_ROOT."""
+    return positional or option or os.environ.get("QCONSOLE_ROOT") or None
+
+
+def render_machine(scan: Any, fmt: str, *, pretty: bool) -> str:
+    """A RootScan as the stats JSON document or Prometheus text."""
+    if fmt == "json":
+        from .output.stats_json import stats_document
+
+        return json.dumps(stats_document(scan), indent=2 if pretty else None, ensure_ascii=True) + "\n"
+    from .output import prometheus
+
+    return prometheus.render(scan)
+
+
+def _parse(argv: list[str]) -> dict[str, Any] | None:
+    """The options of ``stats`` this path takes, or None to let typer handle the call."""
+    opts: dict[str, Any] = {"root": None, "root_opt": None, "json": False, "fmt": None,
+                            "layout": "auto", "queues": []}
+    it = iter(argv)
+    for arg in it:
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name in ("--format", "-f", "--queue", "-q", "--root", "-r", "--layout", "--audit-log"):
+            if not eq:
+                nxt = next(it, None)
+                if nxt is None:
+                    return None
+                value = nxt
+            if name in ("--format", "-f"):
+                if value not in (*MACHINE_FORMATS, "table"):
+                    return None
+                opts["fmt"] = value
+            elif name in ("--queue", "-q"):
+                opts["queues"].append(value)
+            elif name in ("--root", "-r"):
+                opts["root_opt"] = value
+            elif name == "--layout":
+                opts["layout"] = value
+        elif arg == "--json":
+            opts["json"] = True
+        elif arg == "--read-only":
+            pass
+        elif not arg.startswith("-") and opts["root"] is None:
+            opts["root"] = arg
+        else:
+            return None
+    chosen = "json" if opts["json"] else opts["fmt"]
+    if chosen not in MACHINE_FORMATS:
+        return None
+    opts["fmt"] = chosen
+    return opts
+
+
+def fast_stats(argv: list[str]) -> int | None:
+    """Run ``stats`` for the machine formats; the exit code, or None when typer must handle it."""
+    opts = _parse(argv)
+    if opts is None:
+        return None
+    from .scan import Root
+
+    try:
+        handle = Root(pick_root(opts["root"], opts["root_opt"]), opts["layout"])
+        sys.stdout.write(render_machine(handle.scan(opts["queues"] or None), opts["fmt"], pretty=True))
+        sys.stdout.flush()
+    except QConsoleError as err:
+        return _fail(str(err), err.exit_code)
+    except PermissionError as err:
+        return _fail(f"permission denied: {err.filename or err}")
+    except BrokenPipeError:
+        os._exit(0)
+    except OSError as err:
+        where = f"{err.filename}: " if err.filename else ""
+        return _fail(f"{where}{err.strerror or err}")
+    return 0
+
+
+def _fail(message: str, code: int = 2) -> int:
+    sys.stderr.write(f"qconsole: {escape_controls(message, keep_newlines=False)}\n")
+    return code
