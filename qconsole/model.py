@@ -1,52 +1,110 @@
-"""Plain data objects shared by every layer: one message, one queue's scan, one root's scan."""
+"""Plain data objects shared by every layer: one message, one queue's scan, one root's scan.
+
+Hand-written slotted classes rather than dataclasses: importing ``dataclasses`` (and the
+``inspect`` it pulls in) costs ~10 ms, paid by every ``qconsole stats`` a monitor runs.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from .states import EXPIRED, INFLIGHT, MESSAGE_STATES, READY, STATES
 
 
-@dataclass(slots=True)
-class Message:
-    """One message as read from its file name alone (no file content)."""
+class _Record:
+    """Equality and repr from ``__slots__``, like a dataclass."""
 
-    queue: str
-    layout: str
-    id: str
-    state: str
-    #: path relative to the queue directory (``name`` or ``work/name``)
-    relpath: str
-    priority: int | None = None
-    #: priority exactly as written in the file name (ddmq orders by this text)
-    priority_text: str | None = None
-    created_at: float | None = None
-    deadline: float | None = None
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, s) for s in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like an unfrozen dataclass
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__)
+        return f"{self.__class__.__name__}({fields})"
+
+
+class Message(_Record):
+    """One message as read from its file name alone (no file content).
+
+    ``relpath`` is relative to the queue directory (``name`` or ``work/name``);
+    ``priority_text`` is the priority exactly as written in the file name (ddmq orders by
+    this text); times are epoch seconds.
+    """
+
+    __slots__ = ("queue", "layout", "id", "state", "relpath", "priority", "priority_text", "created_at", "deadline")
+
+    def __init__(
+        self,
+        queue: str,
+        layout: str,
+        id: str,  # noqa: A002 (the message id, as every layer calls it)
+        state: str,
+        relpath: str,
+        priority: int | None = None,
+        priority_text: str | None = None,
+        created_at: float | None = None,
+        deadline: float | None = None,
+    ) -> None:
+        self.queue = queue
+        self.layout = layout
+        self.id = id
+        self.state = state
+        self.relpath = relpath
+        self.priority = priority
+        self.priority_text = priority_text
+        self.created_at = created_at
+        self.deadline = deadline
 
     @property
     def name(self) -> str:
         return self.relpath.rpartition("/")[2]
 
 
-@dataclass(slots=True)
-class QueueScan:
-    """Counts by state for one queue, plus messages when asked for."""
+class QueueScan(_Record):
+    """Counts by state for one queue, plus messages when asked for.
 
-    name: str
-    layout: str
-    scanned_at: float
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATES, 0))
-    oldest_ready_created: float | None = None
-    next_deadline: float | None = None
-    #: ddmq only: priority text -> counts of ready/inflight/expired
-    by_priority: dict[str, dict[str, int]] | None = None
-    errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    #: VSQS: the divisor of the id unit seen on disk (1e6 for µs, 1e3 for ms), None if empty
-    id_unit: float | None = None
-    #: ready messages in the order the real consumer takes them, then in-flight by
-    #: deadline, then expired, then writing; only filled when messages were asked for
-    messages: list[Message] | None = None
+    ``by_priority`` (ddmq only): priority text -> counts of ready/inflight/expired.
+    ``id_unit`` (VSQS): the divisor of the id unit seen on disk (1e6 for µs, 1e3 for ms).
+    ``messages``: ready ones in the order the real consumer takes them, then in flight by
+    deadline, then expired, then writing; only filled when messages were asked for.
+    """
+
+    __slots__ = ("name", "layout", "scanned_at", "counts", "oldest_ready_created", "next_deadline",
+                 "by_priority", "errors", "warnings", "id_unit", "messages")
+
+    def __init__(
+        self,
+        name: str,
+        layout: str,
+        scanned_at: float,
+        counts: dict[str, int] | None = None,
+        oldest_ready_created: float | None = None,
+        next_deadline: float | None = None,
+        by_priority: dict[str, dict[str, int]] | None = None,
+        errors: list[str] | None = None,
+        warnings: list[str] | None = None,
+        id_unit: float | None = None,
+        messages: list[Message] | None = None,
+    ) -> None:
+        self.name = name
+        self.layout = layout
+        self.scanned_at = scanned_at
+        self.counts: dict[str, int] = dict.fromkeys(STATES, 0) if counts is None else counts
+        self.oldest_ready_created = oldest_ready_created
+        self.next_deadline = next_deadline
+        self.by_priority = by_priority
+        self.errors: list[str] = [] if errors is None else errors
+        self.warnings: list[str] = [] if warnings is None else warnings
+        self.id_unit = id_unit
+        self.messages = messages
 
     @property
     def total(self) -> int:
@@ -70,16 +128,26 @@ class QueueScan:
         return [m for m in self.messages or () if m.state in (INFLIGHT, EXPIRED)]
 
 
-@dataclass(slots=True)
-class RootScan:
+class RootScan(_Record):
     """Every queue of a root, scanned once."""
 
-    root: str
-    layout: str
-    generated_at: float
-    duration_s: float
-    queues: list[QueueScan]
-    errors: list[str] = field(default_factory=list)
+    __slots__ = ("root", "layout", "generated_at", "duration_s", "queues", "errors")
+
+    def __init__(
+        self,
+        root: str,
+        layout: str,
+        generated_at: float,
+        duration_s: float,
+        queues: list[QueueScan],
+        errors: list[str] | None = None,
+    ) -> None:
+        self.root = root
+        self.layout = layout
+        self.generated_at = generated_at
+        self.duration_s = duration_s
+        self.queues = queues
+        self.errors: list[str] = [] if errors is None else errors
 
     def totals(self) -> dict[str, int]:
         out = dict.fromkeys(STATES, 0)

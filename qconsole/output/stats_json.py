@@ -5,7 +5,7 @@ Never change its shape without bumping SCHEMA.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import time
 from typing import Any
 
 from ..model import QueueScan, RootScan
@@ -15,7 +15,14 @@ SCHEMA = "qconsole.stats/1"
 
 
 def iso_utc(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    # time.strftime rather than datetime: the stats path avoids importing datetime
+    # as datetime does: round to microseconds, then isoformat(timespec="milliseconds") truncates
+    whole = int(ts // 1)
+    micros = round((ts - whole) * 1e6)
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, 0
+    millis = micros // 1000
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
 
 
 def _round(x: float | None) -> float | None:
