@@ -26,7 +26,10 @@ from qconsole.states import EXPIRED, INFLIGHT, READY
 WARN_S = 30.0
 DANGER_S = 10.0
 
-HEADER = f"  {'#':>7} {'state':<8} {'id':<32} {'prio':>4} {'age':>7} {'expires':>8}"
+#: column widths; the state column fits "inflight" plus a gap, so no value runs into the next
+STATE_W = 9
+ID_W = 32
+HEADER = f"  {'#':>7} {'state':<{STATE_W}} {'id':<{ID_W}} {'prio':>4} {'age':>7} {'expires':>8}"
 
 
 def countdown(msg: Message, now: float) -> tuple[str, str]:
@@ -159,8 +162,8 @@ class MessageList(ScrollView, can_focus=True):
         prio = msg.priority_text if msg.priority_text is not None else ""
         left, level = countdown(msg, now)
         ident = safe_name(msg.id)
-        if len(ident) > 32:
-            ident = ident[:31] + "…"
+        if len(ident) > ID_W:
+            ident = ident[: ID_W - 1] + "…"
         row_style = base
         if index == self.cursor:
             row_style = base + self.get_component_rich_style("messagelist--cursor")
@@ -173,8 +176,8 @@ class MessageList(ScrollView, can_focus=True):
         segments = [
             Segment(f"{mark} ", mark_style),
             Segment(f"{pos:>7} ", row_style),
-            Segment(f"{state:<8}", row_style + state_style),
-            Segment(f" {ident:<32} {prio:>4} {age:>7} ", row_style),
+            Segment(f"{state:<{STATE_W}}", row_style + state_style),
+            Segment(f" {ident:<{ID_W}} {prio:>4} {age:>7} ", row_style),
             Segment(f"{left:>8}", row_style + cd_style if left else row_style),
         ]
         strip = Strip(segments)

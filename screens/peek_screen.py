@@ -84,7 +84,7 @@ class PeekScreen(Screen[None]):
                 yield Static(id="meta")
             with VerticalScroll(id="peek-body"):
                 yield Static(Text("reading…", style="dim"), id="body")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#peek-body").focus()

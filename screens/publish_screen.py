@@ -88,7 +88,7 @@ class PublishScreen(Screen[bool]):
                     yield Label("requeue limit")
                     yield Input("", placeholder="none", id="requeue_limit", classes="pfield")
         yield Static(id="perror")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#payload", TextArea).focus()

@@ -19,6 +19,9 @@ from qconsole.states import EXPIRED, INFLIGHT
 
 from .message_list import HEADER, MessageList, shown_state
 
+#: between status fields: visible, so fields never read as one word
+SEP = " · "
+
 
 class QueueScreen(Screen[None]):
     """Ready messages in the order the real consumer takes them, then held ones by deadline."""
@@ -31,7 +34,8 @@ class QueueScreen(Screen[None]):
         Binding("m", "move", "Move", id="queue.move"),
         Binding("p", "publish", "Publish", id="queue.publish"),
         Binding("P", "purge", "Purge", id="queue.purge"),
-        Binding("s", "settings", "Settings", id="queue.settings"),
+        # not in the footer (80 columns hold the rest); `?` and the palette list it
+        Binding("s", "settings", "Settings", show=False, id="queue.settings"),
         Binding("a", "mark_all", "Mark all", show=False, id="queue.mark_all"),
         Binding("g", "rescan", "Rescan", show=False, id="queue.rescan"),
         Binding("escape", "back", "Back", id="queue.back"),
@@ -65,8 +69,10 @@ class QueueScreen(Screen[None]):
         yield Static(id="qtitle")
         yield Static(Text(HEADER, style="bold"), id="qheader")
         yield MessageList(self.qapp.clock, id="messages")
+        yield Static(id="qnotes", classes="hidden")
         yield Static("loading…", id="qstatus")
-        yield Footer()
+        # ctrl+p still opens the palette (`?` says so); its footer label would push out "esc Back"
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one(MessageList).focus()
@@ -120,42 +126,53 @@ class QueueScreen(Screen[None]):
 
     # -- status ---------------------------------------------------------------------------
     def update_title(self) -> None:
-        t = Text.assemble(("queue ", "dim"), (safe_name(self.queue), "bold"), (f"  {self.qroot.layout}", "dim"))
+        t = Text.assemble(("queue ", "dim"), (safe_name(self.queue), "bold"), (SEP, "dim"), (self.qroot.layout, "dim"))
         shown = self.scan or self.counts
         if shown is not None:
             c = shown.counts
-            t.append(f"  ready {c['ready']}  in-flight {c['inflight']}  ", "")
+            t.append(f"{SEP}ready {c['ready']}{SEP}in-flight {c['inflight']}{SEP}", "")
             t.append(f"expired {c['expired']}", "red" if c["expired"] else "")
             if c["writing"]:
-                t.append(f"  writing {c['writing']}", "yellow")
+                t.append(SEP)
+                t.append(f"writing {c['writing']}", "yellow")
         if self.qapp.read_only:
-            t.append("  READ-ONLY", "bold red")
+            t.append(SEP)
+            t.append("READ-ONLY", "bold red")
         self.query_one("#qtitle", Static).update(t)
 
     def update_status(self) -> None:
+        """One line of short fields; warnings and errors get their own (wrapping) line."""
         lst = self.query_one(MessageList)
         t = Text()
+        notes = Text()
         if self.error:
-            t.append(safe_name(self.error), "red")
+            notes.append(safe_name(self.error), "red")
         elif self.scan is not None:
             total = len(lst.messages)
-            t.append(f"{lst.cursor + 1 if total else 0} of {total}", "bold")
+            t.append(f"{lst.cursor + 1 if total else 0}/{total}", "bold")
             if lst.marked:
-                t.append(f"  {len(lst.marked)} marked", "yellow")
+                t.append(SEP)
+                t.append(f"{len(lst.marked)} marked", "yellow")
             now = self.qapp.clock()
             expired_now = sum(1 for m in lst.messages[:50_000] if m.state == INFLIGHT and shown_state(m, now) == EXPIRED)
             if expired_now:
-                t.append(f"  {expired_now} expired since scan", "red")
-            t.append(f"  scanned {humanize.clock(self.scan.scanned_at)[11:]}", "dim")
+                t.append(SEP)
+                t.append(f"{expired_now} expired since scan", "red")
+            t.append(SEP)
+            t.append(f"scanned {humanize.clock(self.scan.scanned_at)[11:]}", "dim")
             for w in self.scan.warnings[:1]:
-                t.append("  warning: ", "yellow")
-                t.append(safe_name(w))
+                notes.append("warning: ", "yellow")
+                notes.append(safe_name(w))
             for e in self.scan.errors[:1]:
-                t.append("  ")
-                t.append(safe_name(e), "red")
+                if notes:
+                    notes.append("\n")
+                notes.append(safe_name(e), "red")
         if self.scan is None and not self.error:
             t.append("listing messages…", "dim")
         self.query_one("#qstatus", Static).update(t)
+        box = self.query_one("#qnotes", Static)
+        box.update(notes)
+        box.set_class(not notes, "hidden")
 
     def on_message_list_cursor_moved(self) -> None:
         self.update_status()

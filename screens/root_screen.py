@@ -24,6 +24,10 @@ from .rates import QueueHistory, rate_text
 ID_RATE_LIMIT = 20_000
 
 QUEUE_WIDTH = 12
+#: between status fields: visible, so fields never read as one word
+SEP = " · "
+#: backlog samples shown: with the other columns this fits 80 columns
+SPARK_WIDTH = 7
 
 COLUMNS = [
     ("queue", "queue"), ("layout", "layout"), ("ready", "ready"), ("inflight", "infl"),
@@ -77,7 +81,7 @@ class RootScreen(Screen[None]):
         yield table
         yield Input(placeholder="filter queues (escape clears)", id="filter", classes="hidden")
         yield Static("scanning…", id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()
@@ -178,7 +182,7 @@ class RootScreen(Screen[None]):
         if scan.errors:
             backlog = safe_text(scan.errors[0][:40], style="red", keep_newlines=False)
         else:
-            backlog = Text(hist.spark(), style="cyan")
+            backlog = Text(hist.spark(SPARK_WIDTH), style="cyan")
         return [
             safe_text(scan.name, style="bold", keep_newlines=False),
             Text(scan.layout, style="dim"),
@@ -229,22 +233,28 @@ class RootScreen(Screen[None]):
         b = self.last_batch
         if b is None:
             return
-        roots = ", ".join(safe_name(r.path) for r in self.qapp.roots)
         shown = len(self.visible_keys())
         text = Text.assemble(
             ("scanned ", "dim"), humanize.clock(b.at)[11:],
-            (" in ", "dim"), f"{b.duration_s * 1000:.0f} ms",
-            ("  queues ", "dim"), f"{shown}" + (f"/{len(self.scans)}" if shown != len(self.scans) else ""),
-            ("  root ", "dim"), (roots, "bold"),
+            (" in ", "dim"), f"{b.duration_s * 1000:.0f} ms", (SEP, "dim"),
+            f"{shown}" + (f"/{len(self.scans)}" if shown != len(self.scans) else ""), (" queues", "dim"),
         )
+        # several roots are listed in the header; one is named here too
+        if len(self.qapp.roots) == 1:
+            text.append(SEP + "root ", "dim")
+            text.append(safe_name(self.qapp.roots[0].path), "bold")
+        else:
+            text.append(SEP, "dim")
+            text.append(f"{len(self.qapp.roots)} roots")
         if self.filter_text:
-            text.append("  filter ", style="dim")
+            text.append(SEP + "filter ", style="dim")
             text.append(safe_name(self.filter_text), style="yellow")
         if b.errors:
-            text.append("  ")
+            text.append(SEP, style="dim")
             text.append(safe_name(b.errors[0]), style="red")
         if self.qapp.read_only:
-            text.append("  READ-ONLY", style="bold red")
+            text.append(SEP, style="dim")
+            text.append("READ-ONLY", style="bold red")
         self.query_one("#status", Static).update(text)
 
     # -- selection ----------------------------------------------------------------------

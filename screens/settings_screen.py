@@ -61,7 +61,7 @@ class SettingsScreen(Screen[None]):
             else:
                 yield Static(Text("loading…", style="dim"), id="sload")
         yield Static(id="serror")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         if self.qroot.layout == DDMQ:
@@ -92,8 +92,10 @@ class SettingsScreen(Screen[None]):
         self.keys = list(settings.DEFAULTS) + sorted(k for k in event.eff if k not in settings.DEFAULTS)
         grid = Grid(id="sgrid")
         await box.mount(grid)
-        cells: list[Any] = [Label(Text("key", style="bold")), Label(Text("root file", style="bold")),
-                            Label(Text("queue file", style="bold")), Label(Text("effective (source)", style="bold"))]
+        # the input columns' headings are indented like the inputs' text (their padding)
+        cells: list[Any] = [Label(Text("key", style="bold")), Label(Text("root file", style="bold"), classes="inhead"),
+                            Label(Text("queue file", style="bold"), classes="inhead"),
+                            Label(Text("effective (source)", style="bold"))]
         for key in self.keys:
             cells.append(Label(safe_text(key, keep_newlines=False)))
             for level in LEVELS:

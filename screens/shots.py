@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import html
+import itertools
 import os
+import re
 import shutil
 import tempfile
 from typing import Any
@@ -11,9 +14,10 @@ from typing import Any
 from qconsole.demo import FIXED_NOW, build_fixture
 from qconsole.scan import Root
 
-#: (file name, keys pressed from the root screen)
+#: (file name, keys pressed from the root screen); the root shot rescans a few times so the
+#: backlog sparkline shows a history rather than one sample
 SHOTS: list[tuple[str, list[str]]] = [
-    ("root", []),
+    ("root", ["g"] * 7),
     ("queue", ["enter", "down", "space"]),
     ("peek", ["enter", "down", "down", "v"]),
     ("settings", ["s"]),
@@ -36,14 +40,44 @@ async def _settle(pilot: Any) -> None:
 async def _shoot(roots: list[str], keys: list[str], out: str, name: str, size: tuple[int, int]) -> str:
     from .app import QConsoleApp
 
+    # the timer advances 4 ms per reading, so every scan reports "in 4 ms" (stable, not "0 ms")
+    steps = itertools.count()
     app = QConsoleApp([Root(r) for r in roots], interval=0, live_countdown=False,
-                      clock=lambda: FIXED_NOW, timer=lambda: 0.004, audit_log=os.devnull)
+                      clock=lambda: FIXED_NOW, timer=lambda: next(steps) * 0.004, audit_log=os.devnull)
     async with app.run_test(size=size) as pilot:
         await _settle(pilot)
         for key in keys:
             await pilot.press(key)
             await _settle(pilot)
-        return app.save_screenshot(f"{name}.svg", path=out)
+        path = os.path.join(out, f"{name}.svg")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(portable_svg(app.export_screenshot()))
+        return path
+
+
+_TEXT = re.compile(r'(<text [^>]*?x=")([0-9.]+)(" [^>]*?textLength=")([0-9.]+)("[^>]*>)((?:&#160;)+)([^<]*)(</text>)')
+
+
+def portable_svg(svg: str) -> str:
+    """Move each text run's leading no-break spaces into its x offset.
+
+    Textual starts a run at every style change, often with the separating spaces; some SVG
+    renderers (librsvg, so image viewers and converters) drop leading spaces, which draws
+    the run one or more cells left and glues it to the previous word. Browsers are unaffected.
+    """
+
+    def fix(m: re.Match[str]) -> str:
+        pad = m[6].count("&#160;")
+        rest = m[7]
+        cells = pad + len(html.unescape(rest))
+        if not rest or cells == 0:
+            return m[0]
+        cell = float(m[4]) / cells
+        x = float(m[2]) + pad * cell
+        length = float(m[4]) - pad * cell
+        return f"{m[1]}{x:g}{m[3]}{length:g}{m[5]}{rest}{m[8]}"
+
+    return _TEXT.sub(fix, svg)
 
 
 def make_screenshots(out: str, size: tuple[int, int] = (100, 30)) -> list[str]:

@@ -339,3 +339,35 @@ async def test_help_lists_every_key_and_q_quits(roots: tuple[str, str]) -> None:
         await pilot.press("q")
         await pilot.pause()
     assert not app.is_running
+
+
+async def test_status_and_header_fields_are_separated_and_fit_80_columns(roots: tuple[str, str]) -> None:
+    from screens.message_list import HEADER
+    from screens.shots import portable_svg
+
+    app = make_app(list(roots))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        status = app.screen.query_one("#status").render()
+        assert rendered(status).startswith("scanned ") and " ms · 6 queues · 2 roots" in rendered(status)
+        screen = await open_queue(pilot, "emails")
+        await pilot.press("down", "space")
+        title = rendered(screen.query_one("#qtitle").render())
+        assert title.startswith("queue emails · ddmq · ready 8 · in-flight 2 · expired 1")
+        status_line = rendered(screen.query_one("#qstatus").render())
+        assert status_line.startswith("3/11 · 1 marked · scanned ")
+        # the ddmq mixed-priority warning is whole, on its own wrapping line
+        notes = screen.query_one("#qnotes")
+        assert "priority 10 is taken before 9" in rendered(notes.render())
+        assert notes.region.height >= 2 and notes.region.width <= 80
+        # header columns line up with a row's columns; a state word never touches the id
+        lst = screen.query_one(MessageList)
+        inflight = next(i for i, m in enumerate(lst.messages) if m.state == "inflight")
+        lst.cursor = inflight
+        await pilot.pause()
+        row = lst.render_line(inflight - round(lst.scroll_offset.y)).text
+        assert "inflight " in row and len(row.rstrip()) <= 80
+        assert row.index("inflight") == HEADER.index("state")
+        assert row.index(lst.messages[inflight].id) == HEADER.index("id")
+        svg = portable_svg(app.export_screenshot())
+        assert ">&#160;" not in svg  # no text run starts with spaces (some renderers drop them)
