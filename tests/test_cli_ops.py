@@ -212,3 +212,30 @@ def test_permission_denied_simulated_is_one_line(droot, monkeypatch):
         assert res.exit_code == 2 and "permission denied" in res.output.lower(), res.output
         assert "Traceback" not in res.output
         assert tree(droot) == before  # requeue put its claim back
+
+
+@pytest.mark.parametrize("layout", ["ddmq", "vsqs"])
+def test_create_with_explicit_layout_makes_a_new_root_the_real_client_reads(tmp_path, layout):
+    from peers import ddmq_module, vsqs_manager
+
+    root = str(tmp_path / "fresh")
+    res = run("create", "jobs", "--layout", layout, "-r", root)
+    assert res.exit_code == 0, res.output
+    assert run("publish", "jobs", "hi", "-r", root).exit_code == 0
+    if layout == "ddmq":
+        msg = ddmq_module().broker(root).consume("jobs")
+        assert msg.message == "hi"
+    else:
+        manager = vsqs_manager(root)
+        try:
+            _mid, body = manager.get_queue("jobs").receive(timeout=2)
+        finally:
+            manager.close()
+        assert body == b"hi"
+
+
+def test_create_refuses_to_make_a_root_in_read_only_mode(tmp_path):
+    root = str(tmp_path / "fresh")
+    res = run("create", "jobs", "--layout", "ddmq", "-r", root, "--read-only")
+    assert res.exit_code == 2
+    assert not os.path.exists(root)

@@ -230,7 +230,13 @@ def create(
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
 ) -> None:
-    """Create a queue as the real client does (ddmq: dir, work/ and ddmq.yaml; VSQS: the directory)."""
+    """Create a queue as the real client does (ddmq: dir, work/ and ddmq.yaml; VSQS: the directory).
+
+    With an explicit --layout, a root that does not exist yet is made too, as the clients'
+    own constructors (ddmq.broker(create=True), vsqs QueueManager.get_queue) would."""
+    root_path = pick_root(None, root_opt)
+    if root_path and layout in ("vsqs", "ddmq") and not read_only and not os.path.lexists(root_path):
+        os.makedirs(root_path)
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="create")
     _report(ops, ops.create_queue(queue))
 
