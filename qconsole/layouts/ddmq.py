@@ -12,6 +12,7 @@ import os
 import re
 import time
 from collections import Counter
+from itertools import repeat
 from operator import attrgetter, itemgetter, methodcaller
 
 from ..model import Message, QueueScan
@@ -101,6 +102,7 @@ _WAITING_RE = re.compile(r"([0-9]+)\.([0-9]+)\.ddmq([A-Za-z0-9]+)")
 _WORK_RE = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)\.ddmq([A-Za-z0-9]+)")
 _GROUPS = methodcaller("groups")
 _STRING = attrgetter("string")
+_FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
 def _bulk_parse(
@@ -208,16 +210,30 @@ def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool 
     return scan
 
 
+def _created_all(qns: list[str]) -> list[float | None]:
+    """``ddmq_created`` of every queue number; inline when all have a fraction (the usual case)."""
+    if qns and min(map(len, qns)) > 10:
+        return [float(qn[:10] + "." + qn[10:]) for qn in qns]
+    return list(map(ddmq_created, qns))
+
+
 def _messages(
     queue: str,
     waiting: dict[str, tuple[str, str, str]],
     held: dict[str, tuple[str, int, str, str]],
     now: float,
 ) -> list[Message]:
-    out: list[Message] = []
     # The real consumer: sorted(fnmatch.filter(listdir, '*.ddmq*')) -- plain text order.
-    for uid, (fname, prio, qn) in sorted(waiting.items(), key=lambda kv: kv[1][0]):
-        out.append(Message(queue, DDMQ, uid, READY, fname, int(prio), prio, ddmq_created(qn)))
+    # Each file name holds its uid, so names are distinct and sorting (name, prio, qn)
+    # tuples (no key function) is that order; then the Messages are built column-wise.
+    pairs = sorted(zip(waiting.values(), waiting))
+    fields = list(map(_FIRST, pairs))
+    prios = list(map(_SECOND, fields))
+    as_int = {p: int(p) for p in set(prios)}
+    out: list[Message] = list(map(
+        Message, repeat(queue), repeat(DDMQ), map(_SECOND, pairs), repeat(READY), map(_FIRST, fields),
+        map(as_int.__getitem__, prios), prios, _created_all(list(map(_THIRD, fields))),
+    ))
     held_sorted = sorted(held.items(), key=lambda kv: (kv[1][1], kv[1][0]))
     for want in (INFLIGHT, EXPIRED):
         for uid, (fname, dl, prio, qn) in held_sorted:
