@@ -27,7 +27,7 @@ SHOTS: list[tuple[str, list[str]]] = [
 ]
 
 
-async def _settle(pilot: Any) -> None:
+async def settle(pilot: Any) -> None:
     # the first scan starts in the root screen's on_mount: wait until it has landed
     for _ in range(200):
         await pilot.app.workers.wait_for_complete()
@@ -45,10 +45,10 @@ async def _shoot(roots: list[str], keys: list[str], out: str, name: str, size: t
     app = QConsoleApp([Root(r) for r in roots], interval=0, live_countdown=False,
                       clock=lambda: FIXED_NOW, timer=lambda: next(steps) * 0.004, audit_log=os.devnull)
     async with app.run_test(size=size) as pilot:
-        await _settle(pilot)
+        await settle(pilot)
         for key in keys:
             await pilot.press(key)
-            await _settle(pilot)
+            await settle(pilot)
         path = os.path.join(out, f"{name}.svg")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(portable_svg(app.export_screenshot()))

@@ -17,6 +17,7 @@ pytest.importorskip("pytest_textual_snapshot")
 
 from qconsole.demo import FIXED_NOW, build_fixture  # noqa: E402
 from qconsole.scan import Root  # noqa: E402
+from screens.shots import settle  # noqa: E402  (the same wait the screenshot script uses)
 
 #: a fixed path, because the header shows the root
 BASE = "/tmp/qconsole-tui-snapshots"
@@ -36,15 +37,6 @@ def snap_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.delenv("TZ")
     time.tzset()
 
-
-async def settle(pilot: Any) -> None:
-    # the first scan starts in the root screen's on_mount: wait until it has landed
-    for _ in range(200):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        screens = pilot.app.screen_stack
-        if all(getattr(s, "last_batch", True) is not None for s in screens) and not pilot.app.workers:
-            break
 
 
 def test_root_screen(snap_compare: Any, snap_app: Any) -> None:

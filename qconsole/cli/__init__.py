@@ -13,14 +13,8 @@ def register_all() -> None:
     if _registered:
         return
     _registered = True
-    from . import monitor  # noqa: F401
-
-    for optional in ("ops", "tui", "report_cmd"):
-        try:
-            __import__(f"{__name__}.{optional}")
-        except ModuleNotFoundError as err:
-            if err.name != f"{__name__}.{optional}":
-                raise
+    # each module registers its commands on `app`; none imports Textual or PySpark at import
+    from . import monitor, ops, report_cmd, tui  # noqa: F401
 
 
 register_all()
