@@ -5,7 +5,9 @@ Builds one root per layout (default 200,000 messages across 20 queues, one big q
 about half of them; a realistic mix of ready / in-flight / expired / being-written), then prints
 medians over several repetitions of:
 
-* ``qconsole stats --json ROOT`` -- a subprocess of the installed console script (startup included);
+* ``qconsole stats --json ROOT`` -- a subprocess of the installed console script (startup included),
+  as operators run it (a big root is scanned by up to 4 processes, see qconsole/parallel.py),
+  and again with ``--jobs 1`` (one process);
 * ``find ROOT -type f | wc -l`` -- a subprocess through ``sh -c``;
 * ddmq only: ``broker.get_message_list(q)`` over every queue, timed two ways -- in a subprocess
   (``python -c``: interpreter start + ``import ddmq`` + listing, the fair match for the CLI)
@@ -181,6 +183,10 @@ def bench(layout: str, root: str, total: int, reps: int) -> dict[str, float]:
         assert t["total"] + t["foreign"] == total, t
 
     res["qconsole"] = statistics.median(_time_cmd([QCONSOLE, "stats", "--json", root], reps, check_qc))
+    # the same in one process (no forked share): what a 1-CPU job slot gets
+    res["qconsole_j1"] = statistics.median(
+        _time_cmd([QCONSOLE, "stats", "--json", "--jobs", "1", root], reps, check_qc)
+    )
 
     def check_find(stdout: bytes) -> None:
         assert int(stdout) >= total
@@ -249,12 +255,15 @@ def main() -> None:
             r = bench(layout, root, args.messages, args.reps)
             print(f"[{layout}] qconsole stats --json (subprocess)   {r['qconsole'] * 1000:8.1f} ms")
             print(f"[{layout}] find -type f | wc -l (subprocess)     {r['find'] * 1000:8.1f} ms")
-            print(f"[{layout}] qconsole scan (in-process)            {r['qconsole_inprocess'] * 1000:8.1f} ms")
+            print(f"[{layout}] qconsole stats --json --jobs 1         {r['qconsole_j1'] * 1000:8.1f} ms")
+            print(f"[{layout}] qconsole scan (in-process, 1 process)  {r['qconsole_inprocess'] * 1000:8.1f} ms")
             print(f"[{layout}]   ratio qconsole / find                {r['qconsole'] / r['find']:8.2f}x  (target <= 1.5x)")
+            print(f"[{layout}]   ratio qconsole --jobs 1 / find       {r['qconsole_j1'] / r['find']:8.2f}x")
             if layout == "ddmq":
                 print(f"[ddmq] ddmq get_message_list, all queues (subprocess) {r['ddmq_subprocess'] * 1000:8.1f} ms")
                 print(f"[ddmq] ddmq get_message_list, all queues (in-process) {r['ddmq_inprocess'] * 1000:8.1f} ms")
                 print(f"[ddmq]   ratio qconsole / ddmq (subprocess)   {r['qconsole'] / r['ddmq_subprocess']:8.2f}x  (target < 1)")
+                print(f"[ddmq]   ratio --jobs 1 / ddmq (subprocess)   {r['qconsole_j1'] / r['ddmq_subprocess']:8.2f}x")
                 print(f"[ddmq]   ratio qconsole / ddmq (in-process)   {r['qconsole_inprocess'] / r['ddmq_inprocess']:8.2f}x")
     finally:
         if not args.dir:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
-
 from .errors import QConsoleError
-from .safetext import escape_controls
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 MACHINE_FORMATS = ("json", "prometheus")
 
@@ -39,11 +40,12 @@ def render_machine(scan: Any, fmt: str, *, pretty: bool) -> str:
 def _parse(argv: list[str]) -> dict[str, Any] | None:
     """The options of ``stats`` this path takes, or None to let typer handle the call."""
     opts: dict[str, Any] = {"root": None, "root_opt": None, "json": False, "fmt": None,
-                            "layout": "auto", "queues": []}
+                            "layout": "auto", "queues": [], "check_types": False,
+                            "jobs": None}
     it = iter(argv)
     for arg in it:
         name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        if name in ("--format", "-f", "--queue", "-q", "--root", "-r", "--layout", "--audit-log"):
+        if name in ("--format", "-f", "--queue", "-q", "--root", "-r", "--layout", "--audit-log", "--jobs", "-j"):
             if not eq:
                 nxt = next(it, None)
                 if nxt is None:
@@ -59,8 +61,14 @@ def _parse(argv: list[str]) -> dict[str, Any] | None:
                 opts["root_opt"] = value
             elif name == "--layout":
                 opts["layout"] = value
+            elif name in ("--jobs", "-j"):
+                if not (value.isascii() and value.isdigit() and int(value) >= 1):
+                    return None  # typer says what is wrong with it
+                opts["jobs"] = int(value)
         elif arg == "--json":
             opts["json"] = True
+        elif arg == "--check-types":
+            opts["check_types"] = True
         elif arg == "--read-only":
             pass
         elif not arg.startswith("-") and opts["root"] is None:
@@ -83,7 +91,8 @@ def fast_stats(argv: list[str]) -> int | None:
 
     try:
         handle = Root(pick_root(opts["root"], opts["root_opt"]), opts["layout"])
-        sys.stdout.write(render_machine(handle.scan(opts["queues"] or None), opts["fmt"], pretty=True))
+        scan = handle.scan(opts["queues"] or None, check_types=opts["check_types"], jobs=opts["jobs"])
+        sys.stdout.write(render_machine(scan, opts["fmt"], pretty=True))
         sys.stdout.flush()
     except QConsoleError as err:
         return _fail(str(err), err.exit_code)
@@ -98,5 +107,7 @@ def fast_stats(argv: list[str]) -> int | None:
 
 
 def _fail(message: str, code: int = 2) -> int:
+    from .safetext import escape_controls
+
     sys.stderr.write(f"qconsole: {escape_controls(message, keep_newlines=False)}\n")
     return code

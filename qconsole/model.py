@@ -6,9 +6,11 @@ Hand-written slotted classes rather than dataclasses: importing ``dataclasses`` 
 
 from __future__ import annotations
 
-from typing import Any
-
 from .states import EXPIRED, INFLIGHT, MESSAGE_STATES, READY, STATES
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Record:

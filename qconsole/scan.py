@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterable
 
 from .errors import MessageNotFoundError, QueueNameError, RootError, UnknownQueueError
 from .layouts import module_for, resolve_layout
 from .model import Message, QueueScan, RootScan
 from .states import READY
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 def resolve_root(root: str | os.PathLike[str] | None) -> str:
@@ -72,12 +75,27 @@ class Root:
             raise UnknownQueueError(f"{name!r} in {self.path} is not a ddmq queue (no ddmq.yaml and work/)")
         return path
 
-    def scan_queue(self, name: str, now: float | None = None, *, collect: bool = False) -> QueueScan:
+    def scan_queue(
+        self, name: str, now: float | None = None, *, collect: bool = False, check_types: bool = False
+    ) -> QueueScan:
         self.require_queue(name)
-        return self.module.scan_queue(self.path, name, now, collect=collect)
+        return self.module.scan_queue(self.path, name, now, collect=collect, check_types=check_types)
 
-    def scan(self, queues: Iterable[str] | None = None, now: float | None = None) -> RootScan:
-        """Counts for every queue (or the named ones), from directory listings only."""
+    def scan(
+        self,
+        queues: Iterable[str] | None = None,
+        now: float | None = None,
+        *,
+        check_types: bool = False,
+        jobs: int | None = 1,
+    ) -> RootScan:
+        """Counts for every queue (or the named ones), from directory listings only.
+
+        By names alone unless ``check_types``: then each entry's type (from the listing,
+        no stat) also counts FIFOs, symlinks etc. named like messages as ``foreign``.
+        ``jobs``: processes to scan with (:mod:`qconsole.parallel`); None picks by the
+        root's size. Only single-threaded callers (the one-shot CLI) may ask for more than 1.
+        """
         started = time.perf_counter()
         now = time.time() if now is None else now
         names, errors = self.queue_names()
@@ -87,7 +105,23 @@ class Root:
             if missing:
                 raise UnknownQueueError(f"no queue {missing[0]!r} in {self.path}")
             names = wanted
-        scans = [self.module.scan_queue(self.path, n, now) for n in names]
+        module, path = self.module, self.path
+
+        def scan_one(name: str) -> QueueScan:
+            return module.scan_queue(path, name, now, check_types=check_types)
+
+        if jobs == 1 or len(names) < 2:
+            scans = [scan_one(n) for n in names]
+        else:
+            from . import parallel
+
+            sizes = {n: parallel.dir_size(module.listing_dirs(path, n)) for n in names}
+            jobs = parallel.auto_jobs(list(sizes.values())) if jobs is None else min(jobs, len(names))
+            if jobs > 1:
+                done = parallel.scan_shares(parallel.plan(sizes, jobs), scan_one)
+                scans = [done[n] for n in names]
+            else:
+                scans = [scan_one(n) for n in names]
         return RootScan(
             root=self.path, layout=self.layout, generated_at=now,
             duration_s=time.perf_counter() - started, queues=scans, errors=errors,

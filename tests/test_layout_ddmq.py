@@ -100,12 +100,17 @@ def test_foreign_and_misnamed_files_are_reported(tmp_path):
                   work=["core.1", f"9.{QN}.ddmq{U[1]}", f"{QC_TEMP_PREFIX}claim"],
                   dirs=[f"9.{QN}.ddmq{U[2]}"])
     os.mkfifo(tmp_path / "q" / "work" / f"1700000600.9.{QN}.ddmq{U[3]}")
-    scan = ddmq.scan_queue(root, "q", NOW)
+    scan = ddmq.scan_queue(root, "q", NOW, check_types=True)
     assert scan.counts[FOREIGN] == 6 and scan.counts[WRITING] == 1 and scan.total == 1
     text = "\n".join(scan.errors)
     assert "matches ddmq's *.ddmq* glob" in text
     assert "ddmq's clean() will fail" in text
     assert text.count("not a regular file") == 2
+    # by names alone the directory is still caught (it adds a link to q/), the FIFO in
+    # work/ counts as what its name says, as ddmq's own listing would take it
+    fast = ddmq.scan_queue(root, "q", NOW)
+    assert fast.counts[FOREIGN] == 5 and fast.counts[INFLIGHT] == 1 and fast.total == 2
+    assert "\n".join(fast.errors).count("not a regular file") == 1
 
 
 def test_missing_work_dir_is_an_error_but_waiting_is_counted(tmp_path):

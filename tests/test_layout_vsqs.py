@@ -119,6 +119,21 @@ def test_non_regular_entries_named_like_messages_are_foreign_with_an_error(tmp_p
     assert len(scan.errors) == 3 and all("not a regular file" in e for e in scan.errors)
 
 
+def test_by_names_alone_only_directories_are_caught(tmp_path):
+    # counting reads no entry type: a FIFO or symlink counts as its name says (as the
+    # client's own listing would), a directory still shows in the queue's link count
+    root = _queue(tmp_path, [str(US)])
+    os.mkfifo(tmp_path / "q" / f"{US + 2}.{US + 9}")
+    os.symlink("/etc/passwd", tmp_path / "q" / str(US + 3))
+    fast = vsqs.scan_queue(root, "q", NOW)
+    assert (fast.counts[READY], fast.counts[FOREIGN], fast.errors) == (2, 0, [])
+    typed = vsqs.scan_queue(root, "q", NOW, check_types=True)
+    assert (typed.counts[READY], typed.counts[FOREIGN], len(typed.errors)) == (1, 2, 2)
+    os.mkdir(tmp_path / "q" / str(US + 4))
+    fast = vsqs.scan_queue(root, "q", NOW)
+    assert (fast.counts[READY], fast.counts[FOREIGN], len(fast.errors)) == (1, 3, 3)
+
+
 def test_error_list_is_capped(tmp_path):
     root = _queue(tmp_path, [], dirs=[str(US + i) for i in range(30)])
     scan = vsqs.scan_queue(root, "q", NOW)

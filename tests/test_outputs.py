@@ -76,7 +76,7 @@ def test_nagios_scan_errors_warn():
     "args",
     [["--json"], ["--format", "prometheus"], ["-f", "json", "-q", "jobs"], ["--format=json", "--queue=jobs"],
      ["--json", "--format", "table"], ["--json", "--layout", "VSQS"], ["--json", "-q", "nope"],
-     ["--json", "-q", "a/b"]],
+     ["--json", "-q", "a/b"], ["--json", "--check-types"], ["--json", "--jobs", "1"], ["--json", "-j", "2"]],
 )
 def test_fast_path_matches_typer(tmp_path, capsys, args):
     (tmp_path / "jobs").mkdir()
@@ -97,6 +97,7 @@ def test_fast_path_matches_typer(tmp_path, capsys, args):
         json.loads(fast.out)
 
 
-@pytest.mark.parametrize("args", [["--watch", "1"], [], ["--format", "table"], ["--help"], ["--bogus"], ["--queue"]])
+@pytest.mark.parametrize("args", [["--watch", "1"], [], ["--format", "table"], ["--help"], ["--bogus"], ["--queue"],
+                                  ["--json", "--jobs=0"], ["--json", "--jobs", "x"]])
 def test_fast_path_declines_what_it_does_not_handle(tmp_path, args):
     assert fast_stats([str(tmp_path), *args]) is None

@@ -35,6 +35,18 @@ AuditLogOpt = Annotated[
     typer.Option("--audit-log", help="Append the audit log here instead of <root>/.qconsole/audit.log.",
                  show_default=False),
 ]
+CheckTypesOpt = Annotated[
+    bool,
+    typer.Option("--check-types",
+                 help="Also read each entry's type from the listing (no stat): FIFOs, symlinks and "
+                      "other non-files named like messages count as foreign, not by their names."),
+]
+JobsOpt = Annotated[
+    Optional[int],
+    typer.Option("--jobs", "-j", min=1,
+                 help="Processes to scan with (default: by the root's size, at most 4; 1 = no forking).",
+                 show_default=False),
+]
 QueueArg = Annotated[str, typer.Argument(help="Queue name (a plain name: no '/' or '..').", show_default=False)]
 
 

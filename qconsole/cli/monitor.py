@@ -16,7 +16,7 @@ from ..fastpath import fast_stats, render_machine  # noqa: F401 (fast_stats re-e
 from ..scan import Root
 from ..states import STATES
 from .app import app
-from .common import AuditLogOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootArg, RootOpt, fail, guarded, pick_root
+from .common import AuditLogOpt, CheckTypesOpt, JobsOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootArg, RootOpt, fail, guarded, pick_root
 
 
 class Format(str, Enum):
@@ -35,8 +35,10 @@ def _dump(doc: Any, pretty: bool) -> str:
     return json.dumps(doc, indent=2 if pretty else None, ensure_ascii=True)
 
 
-def _stats_once(handle: Root, queue: list[str] | None, fmt: Format, *, pretty: bool) -> None:
-    scan = handle.scan(queue)
+def _stats_once(
+    handle: Root, queue: list[str] | None, fmt: Format, *, pretty: bool, check_types: bool, jobs: int | None
+) -> None:
+    scan = handle.scan(queue, check_types=check_types, jobs=jobs)
     if fmt is not Format.table:
         sys.stdout.write(render_machine(scan, fmt.value, pretty=pretty))
     else:
@@ -55,6 +57,8 @@ def stats(
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
     queue: Annotated[Optional[list[str]], typer.Option("--queue", "-q", help="Only this queue (repeatable).")] = None,
     watch: Annotated[Optional[float], typer.Option("--watch", "-w", min=0.1, help="Rescan every N seconds; with JSON one document per line.")] = None,
+    check_types: CheckTypesOpt = False,
+    jobs: JobsOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
@@ -64,7 +68,7 @@ def stats(
     handle = Root(pick_root(root, root_opt), layout)
 
     def once() -> None:
-        _stats_once(handle, queue, fmt, pretty=watch is None)
+        _stats_once(handle, queue, fmt, pretty=watch is None, check_types=check_types, jobs=jobs)
 
     if watch is None:
         once()
@@ -89,6 +93,8 @@ def check(
     crit_age: Annotated[Optional[float], typer.Option(min=0, help="CRITICAL at this oldest-ready age (s).")] = None,
     warn_expired: Annotated[Optional[int], typer.Option(min=0, help="WARNING at this many expired messages.")] = None,
     crit_expired: Annotated[Optional[int], typer.Option(min=0, help="CRITICAL at this many expired messages.")] = None,
+    check_types: CheckTypesOpt = False,
+    jobs: JobsOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
@@ -98,7 +104,7 @@ def check(
     from ..safetext import escape_controls
 
     try:
-        scan = Root(pick_root(root, root_opt), layout).scan(queue)
+        scan = Root(pick_root(root, root_opt), layout).scan(queue, check_types=check_types, jobs=jobs)
         code, line = evaluate(scan, Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired))
     except Exception as err:  # a monitoring plugin answers UNKNOWN (3), never a traceback
         if isinstance(err, QConsoleError):

@@ -3,23 +3,35 @@
 from __future__ import annotations
 
 import os
-from types import ModuleType
 
 from ..errors import RootError
 from ..states import DDMQ, LAYOUTS, VSQS
-from . import ddmq, vsqs
 
-_MODULES: dict[str, ModuleType] = {VSQS: vsqs, DDMQ: ddmq}
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from types import ModuleType
+
+#: ddmq's marker file, here so that telling the layouts apart imports neither module
+DDMQ_CONFIG = "ddmq.yaml"
 
 
 def module_for(layout: str) -> ModuleType:
-    return _MODULES[layout]
+    """The layout's module, imported on first use: a run needs only one of them."""
+    if layout == DDMQ:
+        from . import ddmq
+
+        return ddmq
+    if layout == VSQS:
+        from . import vsqs
+
+        return vsqs
+    raise KeyError(layout)
 
 
 def detect_layout(root: str) -> str:
     """``ddmq`` if the root (or a queue in it) has ``ddmq.yaml``; ``vsqs`` if its sub-directories
     look like VSQS queues; otherwise RootError. Reads a few listings, never file contents."""
-    if os.path.isfile(os.path.join(root, ddmq.CONFIG)):
+    if os.path.isfile(os.path.join(root, DDMQ_CONFIG)):
         return DDMQ
     try:
         subdirs = [
@@ -28,11 +40,11 @@ def detect_layout(root: str) -> str:
         ]
     except OSError as err:
         raise RootError(f"cannot read root {root}: {err.strerror}") from None
-    if any(ddmq.is_queue_dir(p) for p in subdirs):
+    if any(module_for(DDMQ).is_queue_dir(p) for p in subdirs):
         return DDMQ
     for path in subdirs:
         try:
-            if vsqs.looks_like_queue(path):
+            if module_for(VSQS).looks_like_queue(path):
                 return VSQS
         except OSError:
             continue

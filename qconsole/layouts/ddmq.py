@@ -18,9 +18,12 @@ from operator import attrgetter, itemgetter, methodcaller
 from ..model import Message, QueueScan
 from ..states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 from ..timeunits import ddmq_created
-from .common import QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, os_error_line
+from . import DDMQ_CONFIG
+from .common import (
+    QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, names_only, os_error_line,
+)
 
-CONFIG = "ddmq.yaml"
+CONFIG = DDMQ_CONFIG
 WORK = "work"
 #: names ddmq itself leaves in a queue directory besides messages
 _QUEUE_FILES = frozenset({CONFIG, CONFIG + ".intermediate", CONFIG + ".example", WORK})
@@ -100,17 +103,40 @@ def list_queue_names(root: str) -> tuple[list[str], list[str]]:
 
 _WAITING_RE = re.compile(r"([0-9]+)\.([0-9]+)\.ddmq([A-Za-z0-9]+)")
 _WORK_RE = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)\.ddmq([A-Za-z0-9]+)")
+#: the same names, one per line of a newline-joined listing (see _bulk_parse)
+_WAITING_LINES = re.compile(r"\n([0-9]+)\.([0-9]+)\.ddmq([A-Za-z0-9]+)(?=\n)")
+_WORK_LINES = re.compile(r"\n([0-9]+)\.([0-9]+)\.([0-9]+)\.ddmq([A-Za-z0-9]+)(?=\n)")
 _GROUPS = methodcaller("groups")
 _STRING = attrgetter("string")
 _FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 def _bulk_parse(
-    pattern: re.Pattern[str], names: list[str], irregular: set[str]
+    pattern: re.Pattern[str],
+    lines: re.Pattern[str],
+    names: list[str],
+    irregular: frozenset[str] | set[str],
+    known: frozenset[str] = _NO_NAMES,
 ) -> tuple[list[tuple[str, ...]], list[str]]:
-    """(groups of every regular name the pattern matches, the names left over), in C."""
+    """(groups of every regular name the pattern matches, the names left over), in C.
+
+    The usual listing (messages plus ddmq's own ``known`` files) is parsed in one
+    ``findall`` over the names joined by newlines: tuples come straight out of C, with no
+    match object per name. Anything else (a name holding a newline, a foreign or irregular
+    entry, qconsole's temp files) takes the per-name path, which also lists the leftovers.
+    """
+    if not names:
+        return [], []
+    text = "\n" + "\n".join(names) + "\n"
+    if text.count("\n") == len(names) + 1:  # one line per name: a match is one whole name
+        groups = lines.findall(text)
+        # (list membership compares lengths first: cheaper than hashing every fresh name)
+        present = [k for k in known if k in names]
+        if len(groups) == len(names) - len(present) and not (irregular and any(map(pattern.fullmatch, irregular))):
+            return groups, present
     matches = list(filter(None, map(pattern.fullmatch, names)))
-    if any(map(pattern.fullmatch, irregular)):  # ("work" itself is irregular, never a match)
+    if irregular and any(map(pattern.fullmatch, irregular)):  # ("work" is irregular, never a match)
         matches = [m for m in matches if m.string not in irregular]
     if len(matches) == len(names):
         return list(map(_GROUPS, matches)), []
@@ -118,20 +144,33 @@ def _bulk_parse(
     return list(map(_GROUPS, matches)), [n for n in names if n not in matched]
 
 
+def listing_dirs(root: str, name: str) -> list[str]:
+    """The directories one queue's scan lists: the queue and its work/."""
+    qdir = os.path.join(root, name)
+    return [qdir, os.path.join(qdir, WORK)]
+
+
 @gc_paused
-def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool = False) -> QueueScan:
-    """Count one ddmq queue from two directory listings (queue dir and work/)."""
+def scan_queue(
+    root: str, name: str, now: float | None = None, *, collect: bool = False, check_types: bool = False
+) -> QueueScan:
+    """Count one ddmq queue from two directory listings (queue dir and work/).
+
+    Names alone, as in :func:`..vsqs.scan_queue`; ``check_types`` (implied by ``collect``)
+    also flags non-regular entries named like messages.
+    """
     now = time.time() if now is None else now
     scan = QueueScan(name=name, layout=DDMQ, scanned_at=now)
     errors = ErrorList()
     qdir = os.path.join(root, name)
     temp = foreign = 0
+    typed = collect or check_types
     try:
-        names, irregular = listing(qdir)
+        names, irregular = listing(qdir) if typed else names_only(qdir, subdirs=1)  # work/
     except OSError as err:
         scan.errors.append(os_error_line(err, name))
         return scan
-    wgroups, rest = _bulk_parse(_WAITING_RE, names, irregular)  # (prio, qn, uid)
+    wgroups, rest = _bulk_parse(_WAITING_RE, _WAITING_LINES, names, irregular, _QUEUE_FILES)
     for fname in rest:
         if fname in _QUEUE_FILES:
             continue
@@ -145,11 +184,12 @@ def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool 
             errors.add(f"{fname}: matches ddmq's *.ddmq* glob but is not a message name")
     hgroups: list[tuple[str, ...]] = []  # (deadline, prio, qn, uid)
     try:
-        wnames, wirregular = listing(os.path.join(qdir, WORK))
+        wdir = os.path.join(qdir, WORK)
+        wnames, wirregular = listing(wdir) if typed else names_only(wdir)
     except OSError as err:
         errors.add(os_error_line(err, f"{name}/{WORK}"))
     else:
-        hgroups, wrest = _bulk_parse(_WORK_RE, wnames, wirregular)
+        hgroups, wrest = _bulk_parse(_WORK_RE, _WORK_LINES, wnames, wirregular)
         for fname in wrest:
             if fname.startswith(QC_TEMP_PREFIX):
                 temp += 1
@@ -179,8 +219,11 @@ def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool 
         by_prio[prio] = {READY: n, INFLIGHT: 0, EXPIRED: 0}
     if wgroups:
         # same 10 digits of seconds first, then the fraction: text order is time order
-        qns = [qn for qn in map(itemgetter(1), wgroups) if len(qn) >= 10]
-        scan.oldest_ready_created = ddmq_created(min(qns)) if qns else None
+        oldest = min(map(_SECOND, wgroups))
+        if len(oldest) < 10:  # not a time-based queue number: only those that are count
+            qns = [qn for qn in map(_SECOND, wgroups) if len(qn) >= 10]
+            oldest = min(qns) if qns else None
+        scan.oldest_ready_created = ddmq_created(oldest) if oldest else None
     # expired: deadline < int(now) (ddmq's clean()); as numbers, so any digit width works
     cutoff = int(now)
     deadlines = list(map(int, map(itemgetter(0), hgroups)))

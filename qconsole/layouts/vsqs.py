@@ -16,7 +16,9 @@ from operator import attrgetter, methodcaller, truediv
 from ..model import Message, QueueScan
 from ..states import EXPIRED, FOREIGN, INFLIGHT, READY, VSQS, WRITING
 from ..timeunits import vsqs_divisor
-from .common import QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, os_error_line
+from .common import (
+    QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, names_only, os_error_line,
+)
 
 
 def parse_name(name: str) -> tuple[str, str, str | None] | None:
@@ -108,34 +110,54 @@ def _held_counts(held: dict[str, str], now: float) -> tuple[int, int, float | No
     return inflight, expired, nearest_s
 
 
-def _oldest(ready: set[str]) -> float | None:
+def _oldest(ready: list[str], widths: set[int]) -> float | None:
     """Creation time of the oldest ready id; same-width digit strings compare like numbers."""
     if not ready:
         return None
-    widths = set(map(len, ready))
     firsts = [min(ready)] if len(widths) == 1 else [min(m for m in ready if len(m) == w) for w in widths]
     return min(int(m) / vsqs_divisor(m) for m in firsts)
 
 
+def _ascii_digits(names: list[str]) -> tuple[list[str], list[str]]:
+    """(all-ASCII-digit names, the others), in C; the ready ids are most of a queue."""
+    ready = list(filter(str.isdigit, names))
+    if ready and not "".join(ready).isascii():  # int() takes other digits; no writer makes them
+        ready = [m for m in ready if m.isascii()]
+        taken = set(ready)
+        return ready, [n for n in names if n not in taken]
+    if len(ready) == len(names):
+        return ready, []
+    return ready, list(filterfalse(str.isdigit, names))
+
+
+def listing_dirs(root: str, name: str) -> list[str]:
+    """The directories one queue's scan lists."""
+    return [os.path.join(root, name)]
+
+
 @gc_paused
-def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool = False) -> QueueScan:
-    """Count one VSQS queue from a single directory listing (no file is opened or stat'ed)."""
+def scan_queue(
+    root: str, name: str, now: float | None = None, *, collect: bool = False, check_types: bool = False
+) -> QueueScan:
+    """Count one VSQS queue from a single directory listing (no file is opened or stat'ed).
+
+    Counting goes by names alone (see :func:`names_only`); ``check_types`` -- implied by
+    ``collect`` -- also reads each entry's type from the listing and counts FIFOs, symlinks
+    and the like that are named like messages as ``foreign``.
+    """
     now = time.time() if now is None else now
     scan = QueueScan(name=name, layout=VSQS, scanned_at=now)
     errors = ErrorList()
+    qdir = os.path.join(root, name)
     try:
-        names, irregular = listing(os.path.join(root, name))
+        names, irregular = listing(qdir) if collect or check_types else names_only(qdir)
     except OSError as err:
         scan.errors.append(os_error_line(err, name))
         return scan
-    # Bulk pass in C: the ready names are the all-digit ones (most of a queue).
-    ready = set(filter(str.isdigit, names))
-    if not "".join(ready).isascii():  # int() takes other digits, no writer makes them
-        ready = {m for m in ready if m.isascii()}
-    rest = list(filterfalse(ready.__contains__, names))
+    ready, rest = _ascii_digits(names)
     # in flight / expired: "<id>.<deadline>", also matched in bulk; then the few left over
     held_matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
-    if any(map(_HELD_RE.fullmatch, irregular)):
+    if irregular and any(map(_HELD_RE.fullmatch, irregular)):
         held_matches = [m for m in held_matches if m.string not in irregular]
     held: dict[str, str] = dict(map(_GROUPS, held_matches))
     writing: set[str] = set()
@@ -162,18 +184,24 @@ def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool 
                 writing.add(mid)
             else:
                 held[mid] = deadline  # type: ignore[assignment]
-    for fname in irregular & ready:
-        ready.discard(fname)
-        foreign += 1
-        errors.add(f"{fname}: named like a message but not a regular file")
+    if irregular and not irregular.isdisjoint(ready):
+        for fname in sorted(irregular.intersection(ready)):
+            foreign += 1
+            errors.add(f"{fname}: named like a message but not a regular file")
+        ready = [m for m in ready if m not in irregular]
 
-    # A listing taken during renames can show one message under two names: count it once.
-    # A consume (ready -> held) is the common rename, so the held name wins; a finished
-    # publish (.new -> id) makes the ready name win over writing.
-    if held and ready:
-        ready.difference_update(held.keys())
+    # A listing taken during renames can show one message under two names, or one name
+    # twice (consumed and requeued while the listing ran): count it once. A consume
+    # (ready -> held) is the common rename, so the held name wins; a finished publish
+    # (.new -> id) makes the ready name win over writing.
+    ready_set = set(ready)
+    if len(ready_set) != len(ready):
+        ready = list(ready_set)
+    if held and not ready_set.isdisjoint(held):
+        ready_set.difference_update(held)
+        ready = list(ready_set)
     if writing:
-        writing.difference_update(ready)
+        writing.difference_update(ready_set)
         writing.difference_update(held.keys())
 
     counts = scan.counts
@@ -185,10 +213,9 @@ def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool 
     counts[EXPIRED] = expired
     scan.next_deadline = next_deadline
 
-    scan.oldest_ready_created = _oldest(ready)
-    ids = ready or held.keys() or writing
-    if ids:
-        widths = set(map(len, ids))
+    widths = set(map(len, ready)) if ready else set(map(len, held.keys() or writing))
+    scan.oldest_ready_created = _oldest(ready, widths)
+    if widths:
         scan.id_unit = vsqs_divisor("9" * max(widths))
         if len({vsqs_divisor("9" * w) for w in widths}) > 1:
             scan.warnings.append(
@@ -198,7 +225,7 @@ def scan_queue(root: str, name: str, now: float | None = None, *, collect: bool 
 
     if collect:
         held_seconds = {mid: int(dl) / vsqs_divisor(dl) for mid, dl in held.items()}
-        scan.messages = _messages(name, ready, held, held_seconds, writing, now)
+        scan.messages = _messages(name, ready_set, held, held_seconds, writing, now)
     return scan
 
 

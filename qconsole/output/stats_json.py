@@ -6,10 +6,14 @@ Never change its shape without bumping SCHEMA.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from ..model import QueueScan, RootScan
 from ..states import DDMQ, STATES
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 SCHEMA = "qconsole.stats/1"
 

@@ -1,0 +1,103 @@
+"""Scanning in forked processes gives exactly the counts one process gives, and survives a failed child."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from qconsole import parallel
+from qconsole.model import QueueScan
+from qconsole.scan import Root
+
+QCONSOLE_BIN = os.path.join(os.path.dirname(sys.executable), "qconsole")
+
+
+def _vsqs_root(tmp_path, sizes):
+    for qi, n in enumerate(sizes):
+        q = tmp_path / f"q{qi}"
+        q.mkdir()
+        for i in range(n):
+            (q / str(1_700_000_000_000_000 + i)).touch()
+        (q / f"{1_700_000_000_000_000 + n}.{1_900_000_000_000_000}").touch()
+        (q / "junk").touch()
+    return str(tmp_path)
+
+
+def test_plan_balances_by_size_and_keeps_every_queue_once():
+    sizes = {"big": 100, "a": 40, "b": 35, "c": 30, "d": 5}
+    shares = parallel.plan(sizes, 2)
+    assert sorted(n for s in shares for n in s) == sorted(sizes)
+    loads = sorted(sum(sizes[n] for n in s) for s in shares)
+    assert loads == [105, 105]
+    assert parallel.plan({"only": 1}, 4) == [["only"]]
+
+
+def test_auto_jobs_stays_single_for_small_roots():
+    assert parallel.auto_jobs([4096] * 10) == 1
+    assert parallel.auto_jobs([parallel.MIN_PARALLEL_BYTES]) == 1  # one queue: nothing to share
+    many = parallel.auto_jobs([parallel.MIN_PARALLEL_BYTES] * 10)
+    assert 1 <= many <= min(parallel.MAX_JOBS, parallel.available_cpus())
+
+
+def test_pack_round_trips_every_field():
+    scan = QueueScan("q", "ddmq", 1.5, {"ready": 3}, 1.25, None, {"9": {"ready": 3}}, ["e"], ["w"], 1e6)
+    (back,) = parallel._unpack(parallel._pack([scan]))
+    assert back == scan
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_scan_equals_one_process_and_a_failed_child_is_rescanned(tmp_path):
+    # in a fresh interpreter: pytest's process may hold threads, which fork must not copy
+    root = _vsqs_root(tmp_path, [30, 7, 12, 0, 3])
+    code = textwrap.dedent(f"""
+        import json, os
+        from qconsole import parallel
+        from qconsole.scan import Root
+        r = Root({root!r})
+        def doc(s):
+            return [[q.name, q.counts, q.errors, q.oldest_ready_created, q.next_deadline] for q in s.queues]
+        one = doc(r.scan(now=1.7e9, jobs=1))
+        two = doc(r.scan(now=1.7e9, jobs=3))
+        parent = os.getpid()
+        mod = r.module
+        real = mod.scan_queue
+        def flaky(*a, **k):
+            if os.getpid() != parent:
+                raise RuntimeError("child dies")
+            return real(*a, **k)
+        mod.scan_queue = flaky
+        again = doc(r.scan(now=1.7e9, jobs=3))
+        print(json.dumps([one, two, again]))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    one, two, again = json.loads(out.stdout)
+    assert out.stderr == ""
+    assert one == two == again
+    assert [q[1]["ready"] for q in one] == [30, 7, 12, 0, 3]
+
+
+def test_installed_cli_gives_the_same_document_with_and_without_jobs(tmp_path):
+    root = _vsqs_root(tmp_path, [50, 20, 20, 5])
+    docs = []
+    for extra in ([], ["--jobs", "1"], ["--jobs", "3"], ["--jobs", "3", "--check-types"]):
+        res = subprocess.run([QCONSOLE_BIN, "stats", "--json", root, *extra], capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        doc = json.loads(res.stdout)
+        for key in ("generated_at", "scan_duration_s"):
+            doc.pop(key, None)
+        for part in (*doc["queues"], doc["totals"]):  # relative to the clock: differ by run
+            part.pop("oldest_ready_age_s", None)
+            part.pop("next_expiry_s", None)
+        docs.append(doc)
+    assert all(d == docs[0] for d in docs)
+
+
+def test_root_scan_defaults_to_one_process(tmp_path, monkeypatch):
+    root = Root(_vsqs_root(tmp_path, [3, 3]))
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked without being asked"))
+    assert [q.counts["ready"] for q in root.scan().queues] == [3, 3]
