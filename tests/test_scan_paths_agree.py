@@ -1,0 +1,107 @@
+"""The bulk counting paths agree with the plain per-name ones, whatever a listing holds.
+
+Counting takes shortcuts (one ``findall`` over a newline-joined listing, ``os.listdir``
+without entry types); these properties check them against the straightforward forms on
+random listings: valid names, near misses, duplicates, newlines, ddmq's own files, temp files.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from qconsole.layouts import ddmq, vsqs
+from qconsole.layouts.common import QC_TEMP_PREFIX
+
+NOW = 1_700_000_000.0
+
+digits = st.text("0123456789", min_size=1, max_size=4)
+uid = st.text("0123456789abcdefAB", min_size=1, max_size=6)
+junk = st.sampled_from(["junk", "9.1.ddmq", "9..ddmqab", "x.1.ddmqab", "9.1.ddmqa-b", "1.2.3", "9.1.ddmqab\n9.2.ddmqcd",
+                        "\n", "9.1.ddmqab\n", "ddmq.yaml", "work", "ddmq.yaml.example", f"{QC_TEMP_PREFIX}claim",
+                        "٣.1.ddmqab", "9.1.DDMQab"])
+waiting_name = st.builds(lambda p, q, u: f"{p}.{q}.ddmq{u}", digits, digits, uid)
+work_name = st.builds(lambda d, p, q, u: f"{d}.{p}.{q}.ddmq{u}", digits, digits, digits, uid)
+
+
+def _per_name(pattern, names):
+    """The reference: one fullmatch per name."""
+    groups, rest = [], []
+    for n in names:
+        m = pattern.fullmatch(n)
+        (groups.append(m.groups()) if m else rest.append(n))
+    return groups, rest
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(waiting_name, work_name, junk), max_size=25))
+def test_bulk_parse_equals_per_name_parse(names):
+    for pattern, lines, known in ((ddmq._WAITING_RE, ddmq._WAITING_LINES, ddmq._QUEUE_FILES),
+                                  (ddmq._WORK_RE, ddmq._WORK_LINES, frozenset())):
+        groups, rest = ddmq._bulk_parse(pattern, lines, names, frozenset(), known)
+        want_groups, want_rest = _per_name(pattern, names)
+        assert sorted(groups) == sorted(want_groups)
+        assert sorted(rest) == sorted(want_rest)
+
+
+vsqs_name = st.one_of(
+    digits.map(lambda d: "17" + d),
+    st.builds(lambda i, d: f"17{i}.{d}", digits, digits),
+    digits.map(lambda d: f"17{d}.new"),
+    st.sampled_from(["junk", "1.x", "12.", ".5", "٣٣", "1.2.3", f"{QC_TEMP_PREFIX}x", "17.new.1"]),
+)
+
+
+def _on_disk(names: list[str], ddmq_layout: bool) -> str:
+    root = tempfile.mkdtemp(prefix="qc-agree-")
+    q = os.path.join(root, "q")
+    os.makedirs(os.path.join(q, "work") if ddmq_layout else q)
+    if ddmq_layout:
+        for f in (os.path.join(root, "ddmq.yaml"), os.path.join(q, "ddmq.yaml")):
+            open(f, "w").close()
+    for n in names:
+        open(os.path.join(q, n), "w").close()
+    return root
+
+
+def _fields(scan):
+    return (scan.counts, scan.by_priority, scan.oldest_ready_created, scan.next_deadline, sorted(scan.errors),
+            scan.warnings, scan.id_unit)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(vsqs_name, max_size=20, unique=True))
+def test_vsqs_names_alone_equals_typed_listing_for_regular_files(names):
+    root = _on_disk(names, ddmq_layout=False)
+    try:
+        fast = vsqs.scan_queue(root, "q", NOW)
+        typed = vsqs.scan_queue(root, "q", NOW, check_types=True)
+        collected = vsqs.scan_queue(root, "q", NOW, collect=True)
+    finally:
+        shutil.rmtree(root)
+    assert _fields(fast) == _fields(typed) == _fields(collected)
+    temp = sum(n.startswith(QC_TEMP_PREFIX) for n in names)  # qconsole's own: writing, not messages
+    assert fast.total - temp == len(collected.messages)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(waiting_name, junk.filter(lambda n: "\n" not in n and n not in ("work", "ddmq.yaml"))),
+                max_size=15, unique=True),
+       st.lists(work_name, max_size=8, unique=True))
+def test_ddmq_names_alone_equals_typed_listing_for_regular_files(waiting, work):
+    root = _on_disk(waiting, ddmq_layout=True)
+    for n in work:
+        open(os.path.join(root, "q", "work", n), "w").close()
+    try:
+        fast = ddmq.scan_queue(root, "q", NOW)
+        typed = ddmq.scan_queue(root, "q", NOW, check_types=True)
+        collected = ddmq.scan_queue(root, "q", NOW, collect=True)
+    finally:
+        shutil.rmtree(root)
+    assert _fields(fast) == _fields(typed) == _fields(collected)
+    temp = sum(n.startswith(QC_TEMP_PREFIX) for n in waiting)
+    assert fast.total - temp == len(collected.messages)
