@@ -77,15 +77,6 @@ def _unpack(data: bytes) -> list[QueueScan]:
     return [QueueScan(**dict(zip(_FIELDS, values))) for values in marshal.loads(data)]
 
 
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while True:
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-
-
 def _child(share: list[str], scan_one: Callable[[str], QueueScan], wfd: int) -> None:
     """Scan, write, and leave without running the parent's exit handlers or flushing its buffers."""
     code = 1
@@ -118,10 +109,8 @@ def scan_shares(shares: list[list[str]], scan_one: Callable[[str], QueueScan]) -
         children.append((pid, rfd, share))
     results = {n: scan_one(n) for n in shares[0]}
     for pid, rfd, share in children:
-        try:
-            data = _read_all(rfd)
-        finally:
-            os.close(rfd)
+        with open(rfd, "rb") as pipe:  # closes rfd
+            data = pipe.read()
         _, status = os.waitpid(pid, 0)
         got: list[QueueScan] = []
         if status == 0:

@@ -73,19 +73,23 @@ def _fields(scan):
             scan.warnings, scan.id_unit)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(vsqs_name, max_size=20, unique=True))
-def test_vsqs_names_alone_equals_typed_listing_for_regular_files(names):
-    root = _on_disk(names, ddmq_layout=False)
+def _assert_paths_agree(module, root: str, names: list[str]) -> None:
+    """Names alone, typed listing and collecting give one answer for regular files."""
     try:
-        fast = vsqs.scan_queue(root, "q", NOW)
-        typed = vsqs.scan_queue(root, "q", NOW, check_types=True)
-        collected = vsqs.scan_queue(root, "q", NOW, collect=True)
+        fast = module.scan_queue(root, "q", NOW)
+        typed = module.scan_queue(root, "q", NOW, check_types=True)
+        collected = module.scan_queue(root, "q", NOW, collect=True)
     finally:
         shutil.rmtree(root)
     assert _fields(fast) == _fields(typed) == _fields(collected)
     temp = sum(n.startswith(QC_TEMP_PREFIX) for n in names)  # qconsole's own: writing, not messages
     assert fast.total - temp == len(collected.messages)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(vsqs_name, max_size=20, unique=True))
+def test_vsqs_names_alone_equals_typed_listing_for_regular_files(names):
+    _assert_paths_agree(vsqs, _on_disk(names, ddmq_layout=False), names)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -96,12 +100,4 @@ def test_ddmq_names_alone_equals_typed_listing_for_regular_files(waiting, work):
     root = _on_disk(waiting, ddmq_layout=True)
     for n in work:
         open(os.path.join(root, "q", "work", n), "w").close()
-    try:
-        fast = ddmq.scan_queue(root, "q", NOW)
-        typed = ddmq.scan_queue(root, "q", NOW, check_types=True)
-        collected = ddmq.scan_queue(root, "q", NOW, collect=True)
-    finally:
-        shutil.rmtree(root)
-    assert _fields(fast) == _fields(typed) == _fields(collected)
-    temp = sum(n.startswith(QC_TEMP_PREFIX) for n in waiting)
-    assert fast.total - temp == len(collected.messages)
+    _assert_paths_agree(ddmq, root, waiting)
