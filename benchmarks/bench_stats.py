@@ -7,7 +7,7 @@ medians over several repetitions of:
 
 * ``qconsole stats --json ROOT`` -- a subprocess of the installed console script (startup included),
   as operators run it (a big root is scanned by up to 4 processes, see qconsole/parallel.py),
-  and again with ``--jobs 1`` (one process);
+  again with ``--jobs 1`` (one process), and with ``--check-types`` (entry types read too);
 * ``find ROOT -type f | wc -l`` -- a subprocess through ``sh -c``;
 * ddmq only: ``broker.get_message_list(q)`` over every queue, timed two ways -- in a subprocess
   (``python -c``: interpreter start + ``import ddmq`` + listing, the fair match for the CLI)
@@ -187,6 +187,10 @@ def bench(layout: str, root: str, total: int, reps: int) -> dict[str, float]:
     res["qconsole_j1"] = statistics.median(
         _time_cmd([QCONSOLE, "stats", "--json", "--jobs", "1", root], reps, check_qc)
     )
+    # entry types read from the listing too (FIFOs/symlinks named like messages flagged)
+    res["qconsole_typed"] = statistics.median(
+        _time_cmd([QCONSOLE, "stats", "--json", "--check-types", root], reps, check_qc)
+    )
 
     def check_find(stdout: bytes) -> None:
         assert int(stdout) >= total
@@ -256,6 +260,7 @@ def main() -> None:
             print(f"[{layout}] qconsole stats --json (subprocess)   {r['qconsole'] * 1000:8.1f} ms")
             print(f"[{layout}] find -type f | wc -l (subprocess)     {r['find'] * 1000:8.1f} ms")
             print(f"[{layout}] qconsole stats --json --jobs 1         {r['qconsole_j1'] * 1000:8.1f} ms")
+            print(f"[{layout}] qconsole stats --json --check-types    {r['qconsole_typed'] * 1000:8.1f} ms")
             print(f"[{layout}] qconsole scan (in-process, 1 process)  {r['qconsole_inprocess'] * 1000:8.1f} ms")
             print(f"[{layout}]   ratio qconsole / find                {r['qconsole'] / r['find']:8.2f}x  (target <= 1.5x)")
             print(f"[{layout}]   ratio qconsole --jobs 1 / find       {r['qconsole_j1'] / r['find']:8.2f}x")
