@@ -49,6 +49,8 @@ class SettingsScreen(Screen[None]):
         self.queue = queue
         self.files: dict[str, dict[str, Any]] = {}
         self.keys: list[str] = []
+        #: each field's text as loaded from its file: what the operator changed is measured against it
+        self.initial: dict[tuple[str, str], str] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -99,8 +101,9 @@ class SettingsScreen(Screen[None]):
         for key in self.keys:
             cells.append(Label(safe_text(key, keep_newlines=False)))
             for level in LEVELS:
-                value = self.files[level].get(key)
-                inp = Input(show_value(value) if key in self.files[level] else "",
+                text = self._file_text(level, key)
+                self.initial[(level, key)] = text
+                inp = Input(text,
                             placeholder="-", id=f"{level}--{key}" if key.isidentifier() else None,
                             classes="setting", disabled=self.app.read_only)  # type: ignore[attr-defined]
                 inp.setting = (level, key)  # type: ignore[attr-defined]
@@ -109,6 +112,10 @@ class SettingsScreen(Screen[None]):
             cells[-1].setting_key = key  # type: ignore[attr-defined]
         await grid.mount_all(cells)
         self.recompute()
+
+    def _file_text(self, level: str, key: str) -> str:
+        file = self.files.get(level, {})
+        return show_value(file.get(key)) if key in file else ""
 
     # -- validation ---------------------------------------------------------------------
     def values(self) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -131,6 +138,26 @@ class SettingsScreen(Screen[None]):
             problems.extend(f"{level}: {p}" for p in settings.validate(out[level]))
         return out, problems
 
+    def changes(self, typed: dict[str, dict[str, Any]]) -> dict[str, tuple[dict[str, Any], list[str]]]:
+        """Per level, (keys to set, keys to remove): only fields whose text the operator changed.
+
+        A field that had a value in its file and is now empty removes the key from that file
+        (so it falls back to the root's value, then the default); one that was empty and still
+        is changes nothing.
+        """
+        out: dict[str, tuple[dict[str, Any], list[str]]] = {level: ({}, []) for level in LEVELS}
+        for inp in self.query(Input).filter(".setting"):
+            level, key = inp.setting  # type: ignore[attr-defined]
+            text = inp.value.strip()
+            if text == self.initial.get((level, key), "").strip():
+                continue
+            if not text:
+                if key in self.files.get(level, {}):
+                    out[level][1].append(key)
+            elif key in typed[level]:
+                out[level][0][key] = typed[level][key]
+        return {level: change for level, change in out.items() if change[0] or change[1]}
+
     def recompute(self) -> None:
         typed, problems = self.values()
         for label in self.query(Label).filter(".effective"):
@@ -141,8 +168,17 @@ class SettingsScreen(Screen[None]):
                     value, source = typed[level][key], level
             label.update(Text.assemble(safe_text(show_value(value), keep_newlines=False), (f" ({source})", "dim")))
         err = self.query_one("#serror", Static)
+        pending = self.changes(typed)
         if problems:
             err.update(safe_text(problems[0], style="red", keep_newlines=False))
+        elif pending:
+            n_set = sum(len(to_set) for to_set, _u in pending.values())
+            n_unset = sum(len(to_unset) for _s, to_unset in pending.values())
+            removed = [f"{level}: {', '.join(u)}" for level, (_s, u) in pending.items() if u]
+            line = f"ctrl+s saves: {n_set} to set, {n_unset} to remove"
+            if removed:
+                line += f" ({'; '.join(removed)})"
+            err.update(safe_text(line, style="bold", keep_newlines=False))
         else:
             err.update(Text("ctrl+s saves (atomic; unknown keys are kept)", style="dim"))
 
@@ -160,20 +196,17 @@ class SettingsScreen(Screen[None]):
         if problems:
             self.app.say(f"not saved: {problems[0]}", "error")  # type: ignore[attr-defined]
             return
-        changes = []
-        for level in LEVELS:
-            before = {k: v for k, v in self.files.get(level, {}).items() if k in self.keys}
-            wanted = typed[level]
-            if any(before.get(k) != v or k not in before for k, v in wanted.items()):
-                changes.append((None if level == "root" else self.queue, wanted))
+        pending = self.changes(typed)
+        changes = [(None if level == "root" else self.queue, to_set, to_unset)
+                   for level, (to_set, to_unset) in pending.items()]
         if not changes:
             self.app.say("nothing to save")  # type: ignore[attr-defined]
             return
 
         def save(ops: Any) -> Any:
             result = None
-            for queue, values in changes:
-                result = ops.save_settings(queue, values)
+            for queue, to_set, to_unset in changes:
+                result = ops.save_settings(queue, to_set, unset=to_unset)
             return result
 
         self.app.run_operation(self.qroot, "save settings", save, lambda _r: self._load_again())  # type: ignore[attr-defined]
@@ -184,12 +217,26 @@ class SettingsScreen(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="settings")
     def _reload_worker(self) -> None:
         try:
-            self.files = {
+            files = {
                 "root": settings.load_config(settings.config_path(self.qroot.path)),
                 "queue": settings.load_config(settings.config_path(self.qroot.path, self.queue)),
             }
         except QConsoleError as err:
             self.app.call_from_thread(self.app.say, str(err), "error")  # type: ignore[attr-defined]
+            return
+        self.app.call_from_thread(self._show_files, files)
+
+    def _show_files(self, files: dict[str, dict[str, Any]]) -> None:
+        """After a save: the fields show what the files now say (ddmq may have changed them too)."""
+        self.files = files
+        if not self.is_attached:  # the operator left the screen meanwhile
+            return
+        for inp in self.query(Input).filter(".setting"):
+            level, key = inp.setting  # type: ignore[attr-defined]
+            text = self._file_text(level, key)
+            self.initial[(level, key)] = text
+            inp.value = text
+        self.recompute()
 
     def action_back(self) -> None:
         self.app.pop_screen()

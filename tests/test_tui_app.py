@@ -324,6 +324,38 @@ async def test_settings_validate_as_you_type_and_save(roots: tuple[str, str]) ->
         assert yaml.safe_load(fh)["message_timeout"] == 45
 
 
+async def test_settings_clearing_a_queue_field_removes_the_key(roots: tuple[str, str]) -> None:
+    import yaml
+
+    droot, _ = roots
+    qconf = os.path.join(droot, "reports", "ddmq.yaml")
+    with open(qconf, "w") as fh:
+        fh.write("priority: 5\nrequeue_prio: 2\ncustom_key: keep me\n")
+    root_before = open(os.path.join(droot, "ddmq.yaml"), "rb").read()
+    app = make_app([droot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "reports")
+        await pilot.press("s")
+        await settle(pilot)
+        status = app.screen.query_one("#serror")
+        assert "unknown keys are kept" in str(status.content)  # nothing pending yet
+        # an empty field that stays empty changes nothing; clearing one that had a value removes it
+        assert app.screen.query_one("#root--priority").value == ""
+        box = app.screen.query_one("#queue--priority")
+        assert box.value == "5"
+        box.value = ""
+        await pilot.pause()
+        assert "0 to set, 1 to remove (queue: priority)" in str(status.content)
+        assert "999 (default)" in str(app.screen.query_one("#eff--priority").content)  # the fallback
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert "unknown keys are kept" in str(status.content)  # reloaded: nothing pending any more
+        assert app.screen.query_one("#queue--priority").value == ""
+    with open(qconf) as fh:
+        assert yaml.safe_load(fh) == {"requeue_prio": 2, "custom_key": "keep me"}
+    assert open(os.path.join(droot, "ddmq.yaml"), "rb").read() == root_before  # the other file untouched
+
+
 async def test_help_lists_every_key_and_q_quits(roots: tuple[str, str]) -> None:
     droot, _ = roots
     app = make_app([droot])

@@ -172,13 +172,14 @@ def move(
 def config(
     queue: Annotated[Optional[str], typer.Argument(help="Queue (omit, or '-', for the root's ddmq.yaml).", show_default=False)] = None,
     assignments: Annotated[Optional[list[str]], typer.Argument(metavar="[KEY[=VALUE]]...", help="Show KEY, or set KEY=VALUE.", show_default=False)] = None,
+    unset: Annotated[Optional[list[str]], typer.Option("--unset", metavar="KEY", help="Remove KEY from this ddmq.yaml (it falls back to the root's value, then the default); repeatable.", show_default=False)] = None,
     json_: Annotated[bool, typer.Option("--json", help="Effective settings as JSON.")] = False,
     root_opt: RootOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
 ) -> None:
-    """Show effective ddmq settings with their source (default/root/queue), or set KEY=VALUE."""
+    """Show effective ddmq settings with their source (default/root/queue), set KEY=VALUE, or --unset KEY."""
     from ..settings import effective, parse_value
 
     args = list(assignments or [])
@@ -187,14 +188,21 @@ def config(
             args.insert(0, queue)
         queue = None
     sets = [a for a in args if "=" in a]
-    if sets and read_only:
+    removing = [k.strip() for k in unset or []]
+    if (sets or removing) and read_only:
         raise fail("read-only mode: config refused (drop --read-only / unset QCONSOLE_READ_ONLY)")
+    if (sets or removing) and len(sets) != len(args):
+        shown = next(a for a in args if "=" not in a)
+        raise fail(f"cannot show {shown!r} while changing settings: use KEY=VALUE to set, --unset KEY to remove")
+    bad = next((k for k in removing if not k or "=" in k), None)
+    if bad is not None:
+        raise fail(f"bad --unset {bad!r}: give a key name (no value)")
     handle = Root(pick_root(None, root_opt), layout)
     if handle.layout != "ddmq":
         raise fail("VSQS queues have no settings (there is no config file to show or change)")
     if queue is not None:
         handle.require_queue(queue)
-    if sets:
+    if sets or removing:
         from ..ops import Operations
 
         values = {}
@@ -205,7 +213,7 @@ def config(
                 raise fail(f"bad assignment {a!r}: use KEY=VALUE")
             values[key] = parse_value(key, raw)
         ops = Operations(handle, read_only=read_only, audit_log=audit_log)
-        _report(ops, ops.save_settings(queue, values))
+        _report(ops, ops.save_settings(queue, values, unset=removing))
         return
     eff = effective(handle.path, queue)
     keys = [a for a in args] or list(eff)

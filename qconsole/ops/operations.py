@@ -46,6 +46,8 @@ class Operations:
         self.source = user_action_source
         #: problems that did not stop an operation (e.g. the audit log was not writable)
         self.warnings: list[str] = []
+        #: seconds save_settings waits before reading ddmq.yaml back (0: read back at once)
+        self.settings_settle_s: float = settings_write.SETTLE_S
 
     # ------------------------------------------------------------------ plumbing
 
@@ -321,21 +323,41 @@ class Operations:
 
     # ------------------------------------------------------------------ settings / create
 
-    def save_settings(self, queue: str | None, values: dict[str, object]) -> OpResult:
+    def save_settings(self, queue: str | None, values: dict[str, object], *, unset: list[str] | None = None,
+                      settle_s: float | None = None) -> OpResult:
+        """Set ``values`` and remove the ``unset`` keys in the root's (``queue`` None) or a queue's ddmq.yaml.
+
+        A removed key falls back to the root's value, then ddmq's default. After the atomic save the
+        file is read back ``settle_s`` seconds later (default :attr:`settings_settle_s`); a save that
+        ddmq's clean() reverted is redone (see :mod:`.settings_write`), and one that never sticks
+        raises :class:`~qconsole.settings.SettingsError` with one line.
+        """
         self._guard("config")
         if self.root.layout != DDMQ:
             raise OperationError("VSQS queues have no settings (there is no config file to change)")
         if queue is not None:
             self._qdir(queue)
-        if not values:
-            raise SettingsError("nothing to set")
-        settings_write.validate_or_raise(values)
+        values = dict(values)
+        if not values and not unset:
+            raise SettingsError("nothing to set or unset")
+        removing = settings_write.check_request(values, unset)
+        settle = self.settings_settle_s if settle_s is None else settle_s
+        attempts: dict[str, int] = {}  # filled by body(); the audit line is written after it runs
 
         def body() -> OpResult:
-            settings_write.save(self.root.path, queue, dict(values))
-            return OpResult("config", queue, done=sorted(values))
+            try:
+                saved = settings_write.save(self.root.path, queue, values, unset=removing, settle=settle)
+            except settings_write.LostUpdateError:
+                attempts["attempts"] = settings_write.ATTEMPTS
+                raise
+            attempts["attempts"] = saved.attempts
+            if saved.attempts > 1:
+                self.warnings.append(f"{saved.path}: a concurrent rewrite (ddmq's clean?) reverted the save; "
+                                     f"saved again ({saved.attempts} attempts)")
+            return OpResult("config", queue, done=sorted(values) + sorted(removing))
 
-        return self._run("config", queue, body, values={k: values[k] for k in sorted(values)})
+        return self._run("config", queue, body, values={k: values[k] for k in sorted(values)},
+                         unset=sorted(removing), verify=attempts)
 
     def create_queue(self, queue: str) -> OpResult:
         self._guard("create")
