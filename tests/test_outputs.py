@@ -76,7 +76,8 @@ def test_nagios_scan_errors_warn():
     "args",
     [["--json"], ["--format", "prometheus"], ["-f", "json", "-q", "jobs"], ["--format=json", "--queue=jobs"],
      ["--json", "--format", "table"], ["--json", "--layout", "VSQS"], ["--json", "-q", "nope"],
-     ["--json", "-q", "a/b"], ["--json", "--check-types"], ["--json", "--jobs", "1"], ["--json", "-j", "2"]],
+     ["--json", "-q", "a/b"], ["--json", "--check-types"], ["--json", "--jobs", "1"], ["--json", "-j", "2"],
+     [], ["--format", "table"], ["-q", "jobs", "--check-types"], ["-q", "nope"]],
 )
 def test_fast_path_matches_typer(tmp_path, capsys, args):
     (tmp_path / "jobs").mkdir()
@@ -93,11 +94,14 @@ def test_fast_path_matches_typer(tmp_path, capsys, args):
                       r'qconsole_(scan|oldest|next)_\w+\{[^}]*\} [0-9.e-]+)', "", text)
 
     assert norm(fast.out) == norm(res.stdout)
-    if code == 0 and "--format" not in args[:1] and "prometheus" not in args:
+    wants_json = "--json" in args or "json" in args or "--format=json" in args
+    if code == 0 and wants_json:
         json.loads(fast.out)
+    elif code == 0 and "prometheus" not in args:  # the table
+        assert "jobs" in fast.out and "ready" in fast.out
 
 
-@pytest.mark.parametrize("args", [["--watch", "1"], [], ["--format", "table"], ["--help"], ["--bogus"], ["--queue"],
+@pytest.mark.parametrize("args", [["--watch", "1"], ["--help"], ["--bogus"], ["--queue"], ["--format", "html"],
                                   ["--json", "--jobs=0"], ["--json", "--jobs", "x"]])
 def test_fast_path_declines_what_it_does_not_handle(tmp_path, args):
     assert fast_stats([str(tmp_path), *args]) is None

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..errors import QConsoleError
-from ..fastpath import fast_stats, render_machine  # noqa: F401 (fast_stats re-exported)
+from ..fastpath import fast_stats, write_stats  # noqa: F401 (fast_stats re-exported)
 from ..scan import Root
 from ..states import STATES
 from .app import app
@@ -38,14 +38,7 @@ def _dump(doc: Any, pretty: bool) -> str:
 def _stats_once(
     handle: Root, queue: list[str] | None, fmt: Format, *, pretty: bool, check_types: bool, jobs: int | None
 ) -> None:
-    scan = handle.scan(queue, check_types=check_types, jobs=jobs)
-    if fmt is not Format.table:
-        sys.stdout.write(render_machine(scan, fmt.value, pretty=pretty))
-    else:
-        from ..output.tables import stats_table
-
-        _stdout_console().print(stats_table(scan))
-    sys.stdout.flush()
+    write_stats(handle.scan(queue, check_types=check_types, jobs=jobs), fmt.value, pretty=pretty)
 
 
 @app.command()
