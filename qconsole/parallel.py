@@ -94,7 +94,11 @@ def scan_shares(shares: list[list[str]], scan_one: Callable[[str], QueueScan]) -
     """Every share but the first in a forked child, the first here; a failed child's share again here."""
     children: list[tuple[int, int, list[str]]] = []
     for share in shares[1:]:
-        rfd, wfd = os.pipe()
+        try:
+            rfd, wfd = os.pipe()
+        except OSError:  # no descriptor to spare: scan it here instead
+            shares[0] = shares[0] + share
+            continue
         try:
             pid = os.fork()
         except OSError:  # no process to spare (ulimit -u, memory): scan it here instead

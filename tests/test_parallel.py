@@ -101,3 +101,16 @@ def test_root_scan_defaults_to_one_process(tmp_path, monkeypatch):
     root = Root(_vsqs_root(tmp_path, [3, 3]))
     monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked without being asked"))
     assert [q.counts["ready"] for q in root.scan().queues] == [3, 3]
+
+
+def test_no_process_or_pipe_to_spare_means_scanning_here(tmp_path, monkeypatch):
+    root = Root(_vsqs_root(tmp_path, [4, 2, 1]))
+    want = [q.counts for q in root.scan(now=1.7e9).queues]
+
+    def refuse(*_a):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    for name in ("fork", "pipe"):
+        with monkeypatch.context() as m:
+            m.setattr(os, name, refuse)
+            assert [q.counts for q in root.scan(now=1.7e9, jobs=3).queues] == want
