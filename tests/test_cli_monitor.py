@@ -150,6 +150,54 @@ def test_watch_loop_with_the_installed_console_script(ddmq_busy):
     assert all(d["totals"]["total"] == 8 for d in docs)
 
 
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_watch_table_redraws_in_place_on_a_terminal_and_ctrl_c_exits_0(tmp_path):
+    """On a terminal ``stats --watch`` keeps one table up to date (like watch(1))."""
+    import pty
+    import signal
+
+    (tmp_path / "q").mkdir()
+    (tmp_path / "q" / "1700000000000000").touch()
+    exe = os.path.join(os.path.dirname(sys.executable), "qconsole")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QCONSOLE")}
+    env.update(COLUMNS="100", LINES="30", TERM="xterm-256color")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([exe, "stats", str(tmp_path), "--watch", "0.2"], stdin=follower, stdout=follower,
+                            stderr=follower, env=env, close_fds=True)
+    os.close(follower)
+    out = b""
+
+    def read_for(seconds: float) -> None:
+        nonlocal out
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            import select
+
+            if select.select([leader], [], [], 0.05)[0]:
+                try:
+                    out += os.read(leader, 65536)
+                except OSError:
+                    return
+
+    try:
+        read_for(1.5)
+        (tmp_path / "q" / "1700000000000001").touch()
+        read_for(1.0)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(5) == 0
+        read_for(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(leader)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace"))
+    assert "Traceback" not in text
+    assert b"\x1b[" in out and re.search(rb"\x1b\[\d*A", out)  # the cursor goes back up: redrawn in place
+    assert text.count("queue  ready") >= 2  # the header is drawn again each time ...
+    rows = re.findall(r" q +(\d+) ", text)
+    assert rows[0] == "1" and rows[-1] == "2"  # ... with the new count
+
+
 # ---- check -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize(

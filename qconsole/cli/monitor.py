@@ -66,11 +66,34 @@ def stats(
     if watch is None:
         once()
         return
+    if fmt is Format.table and sys.stdout.isatty():
+        _watch_table(handle, queue, watch, check_types=check_types, jobs=jobs)
+        return
     try:
         while True:
             started = time.monotonic()
             once()
             time.sleep(max(0.0, watch - (time.monotonic() - started)))
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+
+
+def _watch_table(handle: Root, queue: list[str] | None, every: float, *, check_types: bool, jobs: int | None) -> None:
+    """On a terminal, ``stats --watch`` redraws one table in place (like watch(1)) until ctrl+c.
+
+    Piped or redirected, it appends a table per scan instead, so a log keeps the history.
+    """
+    from rich.live import Live
+
+    from ..output.tables import stats_table
+
+    console = _stdout_console()
+    try:
+        with Live(console=console, auto_refresh=False, transient=False) as live:
+            while True:
+                started = time.monotonic()
+                live.update(stats_table(handle.scan(queue, check_types=check_types, jobs=jobs)), refresh=True)
+                time.sleep(max(0.0, every - (time.monotonic() - started)))
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
 
