@@ -174,6 +174,16 @@ DDMQ_LIST = (
 )
 
 
+def _time_call(fn, reps: int):
+    """(median seconds over ``reps`` calls after one warm-up, the last result)."""
+    times = []
+    for _ in range(reps + 1):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[1:]), result
+
+
 def bench(layout: str, root: str, total: int, reps: int) -> dict[str, float]:
     res: dict[str, float] = {}
 
@@ -203,31 +213,16 @@ def bench(layout: str, root: str, total: int, reps: int) -> dict[str, float]:
         from peers import ddmq_module
 
         b = ddmq_module().broker(root)
-        times = []
-        for _ in range(reps + 1):
-            t0 = time.perf_counter()
-            n = sum(len(w) + len(k) for w, k in (b.get_message_list(q) for q in b.list_queues()))
-            times.append(time.perf_counter() - t0)
+
+        def ddmq_listing() -> int:
+            return sum(len(w) + len(k) for w, k in (b.get_message_list(q) for q in b.list_queues()))
+
+        res["ddmq_inprocess"], n = _time_call(ddmq_listing, reps)
         assert n == total
-        res["ddmq_inprocess"] = statistics.median(times[1:])
-        # qconsole's own scan in-process, the like-for-like match for the line above
-        from qconsole.scan import Root
+    # qconsole's own scan in-process (one process), the like-for-like match for the line above
+    from qconsole.scan import Root
 
-        times = []
-        for _ in range(reps + 1):
-            t0 = time.perf_counter()
-            Root(root).scan()
-            times.append(time.perf_counter() - t0)
-        res["qconsole_inprocess"] = statistics.median(times[1:])
-    else:
-        from qconsole.scan import Root
-
-        times = []
-        for _ in range(reps + 1):
-            t0 = time.perf_counter()
-            Root(root).scan()
-            times.append(time.perf_counter() - t0)
-        res["qconsole_inprocess"] = statistics.median(times[1:])
+    res["qconsole_inprocess"], _scan = _time_call(lambda: Root(root).scan(), reps)
     return res
 
 
