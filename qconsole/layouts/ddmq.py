@@ -23,6 +23,10 @@ from .common import (
     QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, names_only, os_error_line,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 CONFIG = DDMQ_CONFIG
 WORK = "work"
 #: names ddmq itself leaves in a queue directory besides messages
@@ -144,6 +148,32 @@ def _bulk_parse(
     return list(map(_GROUPS, matches)), [n for n in names if n not in matched]
 
 
+def _leftovers(
+    rest: list[str],
+    irregular: frozenset[str] | set[str],
+    parse: Callable[[str], object],
+    where: str,
+    glob_note: str,
+    errors: ErrorList,
+    skip: frozenset[str] = _NO_NAMES,
+) -> tuple[int, int]:
+    """(qconsole temp files, foreign entries) among names that are not messages; errors for those
+    that look like one (a non-file) or that the client's ``*.ddmq*`` glob would still take."""
+    temp = foreign = 0
+    for fname in rest:
+        if fname in skip:
+            continue
+        if fname.startswith(QC_TEMP_PREFIX):
+            temp += 1
+            continue
+        foreign += 1
+        if fname in irregular and parse(fname) is not None:
+            errors.add(f"{where}{fname}: named like a message but not a regular file")
+        elif matches_client_glob(fname):
+            errors.add(f"{where}{fname}: {glob_note}")
+    return temp, foreign
+
+
 def listing_dirs(root: str, name: str) -> list[str]:
     """The directories one queue's scan lists: the queue and its work/."""
     qdir = os.path.join(root, name)
@@ -163,7 +193,6 @@ def scan_queue(
     scan = QueueScan(name=name, layout=DDMQ, scanned_at=now)
     errors = ErrorList()
     qdir = os.path.join(root, name)
-    temp = foreign = 0
     typed = collect or check_types
     try:
         names, irregular = listing(qdir) if typed else names_only(qdir, subdirs=1)  # work/
@@ -171,17 +200,8 @@ def scan_queue(
         scan.errors.append(os_error_line(err, name))
         return scan
     wgroups, rest = _bulk_parse(_WAITING_RE, _WAITING_LINES, names, irregular, _QUEUE_FILES)
-    for fname in rest:
-        if fname in _QUEUE_FILES:
-            continue
-        if fname.startswith(QC_TEMP_PREFIX):
-            temp += 1
-            continue
-        foreign += 1
-        if fname in irregular and parse_waiting(fname) is not None:
-            errors.add(f"{fname}: named like a message but not a regular file")
-        elif matches_client_glob(fname):
-            errors.add(f"{fname}: matches ddmq's *.ddmq* glob but is not a message name")
+    temp, foreign = _leftovers(rest, irregular, parse_waiting, "", "matches ddmq's *.ddmq* glob but is not a "
+                               "message name", errors, skip=_QUEUE_FILES)
     hgroups: list[tuple[str, ...]] = []  # (deadline, prio, qn, uid)
     try:
         wdir = os.path.join(qdir, WORK)
@@ -190,15 +210,10 @@ def scan_queue(
         errors.add(os_error_line(err, f"{name}/{WORK}"))
     else:
         hgroups, wrest = _bulk_parse(_WORK_RE, _WORK_LINES, wnames, wirregular)
-        for fname in wrest:
-            if fname.startswith(QC_TEMP_PREFIX):
-                temp += 1
-                continue
-            foreign += 1
-            if fname in wirregular and parse_work(fname) is not None:
-                errors.add(f"work/{fname}: named like a message but not a regular file")
-            elif matches_client_glob(fname):
-                errors.add(f"work/{fname}: not a work file name; ddmq's clean() will fail on it")
+        wtemp, wforeign = _leftovers(wrest, wirregular, parse_work, f"{WORK}/",
+                                     "not a work file name; ddmq's clean() will fail on it", errors)
+        temp += wtemp
+        foreign += wforeign
 
     # Two listings can see one message in both places while a consumer renames it: the
     # consumed copy (work/) wins, since consume is the rename in flight far more often.
