@@ -43,3 +43,15 @@ def inventory(root: str, layout: str) -> tuple[Counter, list[str]]:
                 else:
                     found[_read(path).decode()] += 1
     return found, odd
+
+
+def tree(root: str) -> dict[str, bytes]:
+    """Every file under root, with its content, except qconsole's own ``.qconsole`` state dir."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        dirs[:] = [x for x in dirs if not x.startswith(".qconsole")]
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = fh.read()
+    return out

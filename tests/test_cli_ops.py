@@ -10,24 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from qconsole.cli import app
+from ops_inventory import tree
 
 runner = CliRunner()
 
 
 def run(*args: str, env: dict | None = None):
     return runner.invoke(app, list(args), env=env)
-
-
-def tree(root: str) -> dict[str, bytes]:
-    """Every file under the root except qconsole's own state dir, with its content."""
-    out = {}
-    for d, dirs, files in os.walk(root):
-        dirs[:] = [x for x in dirs if x != ".qconsole"]
-        for f in files:
-            p = os.path.join(d, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = fh.read()
-    return out
 
 
 @pytest.fixture

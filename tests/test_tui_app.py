@@ -11,6 +11,7 @@ from rich.console import Console
 
 from qconsole.demo import FIXED_NOW, build_fixture
 from qconsole.scan import Root
+from ops_inventory import tree
 
 pytest.importorskip("textual")
 
@@ -28,18 +29,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def tree(root: str) -> dict[str, bytes]:
-    """Every file under root (except qconsole's own .qconsole dir) with its content."""
-    out = {}
-    for d, dirs, files in os.walk(root):
-        dirs[:] = [x for x in dirs if not x.startswith(".qconsole")]
-        for f in files:
-            p = os.path.join(d, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = fh.read()
-    return out
 
 
 @pytest.fixture
