@@ -27,12 +27,12 @@ def pick_root(positional: str | None, option: str | None) -> str | None:
     return positional or option or os.environ.get("QCONSOLE_ROOT") or None
 
 
-def render_machine(scan: Any, fmt: str, *, pretty: bool) -> str:
-    """A RootScan as the stats JSON document or Prometheus text."""
+def render_machine(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> str:
+    """A RootScan as the stats JSON document (schema ``qconsole.stats/<schema>``) or Prometheus text."""
     if fmt == "json":
         from .output.stats_json import stats_document
 
-        return json.dumps(stats_document(scan), indent=2 if pretty else None, ensure_ascii=True) + "\n"
+        return json.dumps(stats_document(scan, schema), indent=2 if pretty else None, ensure_ascii=True) + "\n"
     from .output import prometheus
 
     return prometheus.render(scan)
@@ -42,11 +42,12 @@ def _parse(argv: list[str]) -> dict[str, Any] | None:
     """The options of ``stats`` this path takes, or None to let typer handle the call."""
     opts: dict[str, Any] = {"root": None, "root_opt": None, "json": False, "fmt": None,
                             "layout": "auto", "queues": [], "check_types": False,
-                            "jobs": None}
+                            "jobs": None, "schema": 2}
     it = iter(argv)
     for arg in it:
         name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        if name in ("--format", "-f", "--queue", "-q", "--root", "-r", "--layout", "--audit-log", "--jobs", "-j"):
+        if name in ("--format", "-f", "--queue", "-q", "--root", "-r", "--layout", "--audit-log", "--jobs", "-j",
+                    "--schema", "--ca"):
             if not eq:
                 nxt = next(it, None)
                 if nxt is None:
@@ -62,6 +63,12 @@ def _parse(argv: list[str]) -> dict[str, Any] | None:
                 opts["root_opt"] = value
             elif name == "--layout":
                 opts["layout"] = value
+            elif name == "--schema":
+                if value not in ("1", "2"):
+                    return None  # typer says what is wrong with it
+                opts["schema"] = int(value)
+            elif name == "--ca":
+                os.environ["QCONSOLE_REDIS_CA"] = value
             elif name in ("--jobs", "-j"):
                 if not (value.isascii() and value.isdigit() and int(value) >= 1):
                     return None  # typer says what is wrong with it
@@ -72,6 +79,8 @@ def _parse(argv: list[str]) -> dict[str, Any] | None:
             opts["check_types"] = True
         elif arg == "--read-only":
             pass
+        elif arg == "--insecure":
+            os.environ["QCONSOLE_REDIS_INSECURE"] = "1"
         elif not arg.startswith("-") and opts["root"] is None:
             opts["root"] = arg
         else:
@@ -80,10 +89,10 @@ def _parse(argv: list[str]) -> dict[str, Any] | None:
     return opts
 
 
-def write_stats(scan: Any, fmt: str, *, pretty: bool) -> None:
+def write_stats(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> None:
     """A RootScan to stdout in one of FORMATS (the table through Rich, imported only for it)."""
     if fmt in MACHINE_FORMATS:
-        sys.stdout.write(render_machine(scan, fmt, pretty=pretty))
+        sys.stdout.write(render_machine(scan, fmt, pretty=pretty, schema=schema))
     else:
         from rich.console import Console
 
@@ -100,10 +109,11 @@ def fast_stats(argv: list[str]) -> int | None:
         return None
     from .backends import open_target
 
+    handle = None
     try:
         handle = open_target(pick_root(opts["root"], opts["root_opt"]), opts["layout"])
         scan = handle.scan(opts["queues"] or None, check_types=opts["check_types"], jobs=opts["jobs"])
-        write_stats(scan, opts["fmt"], pretty=True)
+        write_stats(scan, opts["fmt"], pretty=True, schema=opts["schema"])
     except QConsoleError as err:
         return _fail(str(err), err.exit_code)
     except PermissionError as err:
@@ -113,6 +123,9 @@ def fast_stats(argv: list[str]) -> int | None:
     except OSError as err:
         where = f"{err.filename}: " if err.filename else ""
         return _fail(f"{where}{err.strerror or err}")
+    finally:
+        if handle is not None:
+            handle.close()
     return 0
 
 

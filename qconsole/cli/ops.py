@@ -271,12 +271,13 @@ def create(
 
     With an explicit --layout, a root that does not exist yet is made too, as the clients'
     own constructors (ddmq.broker(create=True), vsqs QueueManager.get_queue) would."""
-    from ..backends import KINDS
+    from ..backends import FILE_KINDS, is_redis_target
     from ..backends.fs.root import validate_queue_name
 
     root_path = pick_root(None, root_opt)
     validate_queue_name(queue)  # before anything is made
-    if root_path and layout in KINDS and not read_only and not os.path.lexists(root_path):
+    if root_path and layout in FILE_KINDS and not is_redis_target(root_path) and not read_only \
+            and not os.path.lexists(root_path):
         os.makedirs(root_path)
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="create")
     _report(ops, ops.create_queue(queue))

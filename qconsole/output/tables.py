@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING
 
 from ..model import Message, RootScan
 from ..safetext import safe_text
-from ..states import DDMQ, EXPIRED, INFLIGHT, READY, STATES
+from ..states import DDMQ, DELAYED, EXPIRED, FOREIGN, INFLIGHT, READY, RSMQ, STATES, WRITING
 from . import humanize
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-STATE_STYLES = {READY: "green", INFLIGHT: "cyan", EXPIRED: "red", "writing": "yellow", "foreign": "magenta"}
+STATE_STYLES = {READY: "green", INFLIGHT: "cyan", EXPIRED: "red", DELAYED: "blue", "writing": "yellow",
+                "foreign": "magenta"}
 #: a ddmq id is 32 hex digits; this many identify it in practice (peek takes a unique prefix)
 SHORT_ID = 12
 
@@ -39,6 +40,13 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
+def table_states(scan: RootScan) -> tuple[str, ...]:
+    """The state columns that apply: an RSMQ namespace has no writing/foreign files, a file
+    layout no delayed messages (a column appears anyway when something is counted in it)."""
+    absent = {WRITING, FOREIGN} if scan.layout == RSMQ else {DELAYED}
+    return tuple(s for s in STATES if s not in absent or any(q.counts.get(s) for q in scan.queues))
+
+
 def stats_table(scan: RootScan) -> "RenderableType":
     from rich.console import Group
     from rich.text import Text
@@ -47,7 +55,8 @@ def stats_table(scan: RootScan) -> "RenderableType":
     table = _table(title=safe_text(f"{scan.root}  ({scan.layout})"), show_footer=False)
     table.add_column("queue", overflow="ellipsis", min_width=5)  # wrapable: the one that shrinks
     # numbers and headers are never cut; a long queue name is (with an ellipsis) instead
-    for s in STATES:
+    states = table_states(scan)
+    for s in states:
         table.add_column(s, justify="right", style=STATE_STYLES.get(s, ""), no_wrap=True, min_width=len(s))
     table.add_column("total", justify="right", no_wrap=True, min_width=5)
     table.add_column("oldest", justify="right", no_wrap=True, min_width=6)
@@ -57,7 +66,7 @@ def stats_table(scan: RootScan) -> "RenderableType":
         name.no_wrap, name.overflow = True, "ellipsis"  # one line per queue, however narrow
         table.add_row(
             name,
-            *[str(q.counts[s]) for s in STATES],
+            *[str(q.counts[s]) for s in states],
             str(q.total),
             humanize.duration(q.oldest_ready_age(now)),
             humanize.duration(q.next_expiry_in(now)),
@@ -65,7 +74,7 @@ def stats_table(scan: RootScan) -> "RenderableType":
     totals = scan.totals()
     if len(scan.queues) > 1:
         table.add_section()
-        table.add_row(Text("total", style="bold"), *[str(totals[s]) for s in STATES], str(totals["total"]), "", "")
+        table.add_row(Text("total", style="bold"), *[str(totals[s]) for s in states], str(totals["total"]), "", "")
     notes: list[Text] = []
     for q in scan.queues:
         for w in q.warnings:
