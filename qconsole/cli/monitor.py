@@ -168,12 +168,13 @@ def ls_(
     scan = handle.scan_queue(queue, collect=True)
     msgs = [m for m in scan.messages or () if state is None or m.state == state]
     shown = msgs[:limit] if limit else msgs
-    sizes = _sizes(handle.queue_path(queue), [m.relpath for m in shown])
+    sized = getattr(handle, "message_sizes", None)  # a store that is no directory says itself
+    sizes = sized(queue, shown) if sized else _sizes(handle.queue_path(queue), [m.relpath for m in shown])
     now = scan.scanned_at
     if json_:
         doc = {
             "schema": "qconsole.ls/1",
-            "root": handle.path,
+            "root": handle.target,
             "queue": queue,
             "layout": handle.kind,
             "generated_at": iso_utc(now),

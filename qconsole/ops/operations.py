@@ -15,14 +15,14 @@ from typing import Any
 from ..backends.base import SETTINGS, Backend, Unsupported, find_message
 from ..errors import MessageNotFoundError, QConsoleError, SettingsError
 from ..model import Message, QueueScan
-from ..states import EXPIRED, INFLIGHT, READY
+from ..states import DELAYED, EXPIRED, INFLIGHT, READY
 from . import audit
 from .result import ALREADY_READY, NOT_HELD, OperationError, OpResult, ReadOnlyError, TrashBatch
 
 #: seconds save_settings waits before reading a saved setting back (see the ddmq backend)
 SETTLE_S = 0.2
 
-PURGEABLE = (READY, INFLIGHT, EXPIRED)
+PURGEABLE = (READY, INFLIGHT, EXPIRED, DELAYED)
 
 
 class Operations:

@@ -576,8 +576,10 @@ class RsmqBackend(Backend):
         self.require_queue(dest)
         keys = [self.zkey(src), self.hkey(src), self.zkey(dest), self.hkey(dest)]
         out: list[tuple[str, str | None]] = []
-        # in the order the source would deliver them (they all land at one ms: ids break ties)
-        for m in sorted(msgs, key=lambda m: (getattr(m, "score", 0.0), m.id)):
+        # oldest first (by the id's send time), whatever their state: each lands at Redis TIME, later
+        # ones at the same or a later ms, and equal scores deliver in id order: DEST keeps the
+        # order they were sent in (as the file backends' move does)
+        for m in sorted(msgs, key=lambda m: m.id):
             word = _s(self._run_script("MOVE", keys, self._seen(m)))
             reasons = {"gone": CONSUMED, "changed": CHANGED, "nodest": f"queue {dest!r} is gone",
                        "exists": f"an id {m.id} is in {dest!r} already"}

@@ -113,8 +113,6 @@ def parse(text: str, *, environ: dict[str, str] | None = None) -> Target:
         "socket_connect_timeout": CONNECT_TIMEOUT_S,
         "socket_timeout": SOCKET_TIMEOUT_S,
         "protocol": 2,  # servers without HELLO (Redis < 6, some proxies) answer too
-        "lib_name": None,  # no CLIENT SETINFO: a read-only ACL user need not be allowed it
-        "lib_version": None,
     }
     if user:
         kwargs["username"] = user
@@ -216,7 +214,7 @@ def describe_error(err: BaseException) -> str:
         return "login refused: the server has no user accounts (give only a password)"
     if "noauth" in low or "authentication required" in low:
         return "login required: give a password (in the URL, ?password_file= or $REDISCLI_AUTH)"
-    if "db index is out of range" in low or "invalid db index" in low:
+    if "db index is out of range" in low or "invalid db index" in low or "invalid database" in low:
         return "no such database number on this server"
     if "certificate" in low or "ssl" in low or "tls" in low:
         return f"TLS failed: {text} (give the CA with ?ca=PATH or --ca PATH; --insecure skips the check)"
