@@ -28,7 +28,7 @@ DEFAULT_PORT = 6379
 #: seconds: an unreachable server or a stuck login is one line within a few seconds
 CONNECT_TIMEOUT_S = 3.0
 #: seconds one command may take to answer (our commands are small; this only bounds a hang)
-SOCKET_TIMEOUT_S = 10.0
+SOCKET_TIMEOUT_S = 5.0
 KNOWN_PARAMS = ("ns", "ca", "db", "password_file", "cert", "key", "insecure")
 
 
@@ -192,7 +192,11 @@ def connect(target: Target) -> Any:
     except ImportError:
         raise RootError("RSMQ targets need redis-py: pip install 'qconsole[rsmq]'") from None
 
-    client = redis.Redis(**target.kwargs)
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    # no retries: an unreachable server is one line within the timeouts, not after minutes
+    client = redis.Redis(retry=Retry(NoBackoff(), 0), **target.kwargs)
     try:
         client.ping()
     except Exception as err:  # noqa: BLE001 (every failure to connect is one line, exit 2)
@@ -222,6 +226,6 @@ def describe_error(err: BaseException) -> str:
         return f"no answer within {CONNECT_TIMEOUT_S:g} s (is the server up, and is this its port?)"
     if isinstance(err, rx.ConnectionError):
         return f"cannot connect: {text}"
-    if isinstance(err, rx.ResponseError) and "noperm" in low:
-        return f"permission denied by the server's ACL: {text}"
+    if isinstance(err, rx.NoPermissionError) or "noperm" in low or "no permissions" in low:
+        return f"permission denied by the server's ACL: {text} (--read-only refuses changes up front)"
     return text
