@@ -252,3 +252,37 @@ def test_delete_queue_as_rsmq(node, url, r, ns):
     assert node.run(("getQueueAttributes", {"qname": "gone"}))[0]["error"] == "queueNotFound"
     assert "gone" not in node.call("listQueues")
     backend.close()
+
+
+@pytest.mark.parametrize("exact_limit", [0, 1_000_000])
+@pytest.mark.parametrize("plain", [False, True])
+def test_counting_paths_agree(pyrsmq, url, r, ns, monkeypatch, exact_limit, plain):
+    """Server-side summaries, plain reads, and the HLEN arithmetic give the same counts as the
+    message-by-message listing (which operations use), chunk boundaries included."""
+    from qconsole.backends.rsmq import backend as rb
+
+    monkeypatch.setattr(rb, "CHUNK", 7)  # many chunks from few messages
+    monkeypatch.setattr(rb, "EXACT_VISIBLE", exact_limit)
+    pyrsmq.createQueue(qname="c").execute()
+    for i in range(60):
+        pyrsmq.sendMessage(qname="c", message=f"m{i}", **({"delay": 100} if i % 9 == 0 else {})).execute()
+    took = [pyrsmq.receiveMessage(qname="c", vt=0 if i % 3 else 100).execute()["id"] for i in range(25)]
+    for mid in took[:6]:  # as if received again (both states get some rc 2)
+        r.hincrby(f"{ns}:c:Q", f"{mid}:rc", 1)
+    backend = open_target(url)
+    if plain:
+        backend._summary = ""  # as for a user without @scripting
+    now = backend.now()
+    listed = backend.scan_queue("c", now, collect=True)
+    counted = backend.scan_queue("c", now)
+    assert counted.counts == listed.counts
+    assert sum(counted.counts.values()) == 60 and all(counted.counts[s] for s in ("ready", "inflight", "expired", "delayed"))
+    assert counted.next_deadline == listed.next_deadline and counted.oldest_ready_created == listed.oldest_ready_created
+    assert counted.extras["counted"] == ("exact" if exact_limit else "hlen")
+    if exact_limit:
+        assert counted.extras["received_more_than_once"] == sum(m.rc > 1 for m in listed.messages) > 0
+    # a field no client writes: the HLEN arithmetic notices and counts exactly instead
+    r.hset(f"{ns}:c:Q", "someone-elses-field", "x")
+    odd = backend.scan_queue("c", now)
+    assert odd.counts == listed.counts and (exact_limit or odd.warnings)
+    backend.close()

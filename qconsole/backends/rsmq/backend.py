@@ -118,6 +118,52 @@ def _state(score: float, rc: int, now_ms: int) -> str:
     return INFLIGHT if rc else DELAYED
 
 
+def _float(value: Any) -> float | None:
+    return float(value) if value not in (None, b"", "") else None
+
+
+class _Tally:
+    """What counting a queue's members adds up (by plain reads or the server's summaries)."""
+
+    def __init__(self) -> None:
+        self.counts = {READY: 0, INFLIGHT: 0, EXPIRED: 0, DELAYED: 0}
+        self.more_than_once = 0
+        self.next_inflight: float | None = None
+        self.next_hidden: float | None = None
+        self.first_ready: str | None = None
+        self.messages: list[Message] = []
+        self._seen: set[bytes] = set()
+
+    def note_scores(self, inflight: float | None, hidden: float | None) -> None:
+        if inflight is not None and (self.next_inflight is None or inflight < self.next_inflight):
+            self.next_inflight = inflight
+        if hidden is not None and (self.next_hidden is None or hidden < self.next_hidden):
+            self.next_hidden = hidden
+
+    def members(self, queue: str, kind: str, members: list[tuple[bytes, float]], values: list[list[Any]],
+                now_ms: int, *, count: bool, collect: bool) -> None:
+        for (mid, score), vals in zip(members, values):
+            if mid in self._seen:  # a member can move between chunks while they are read
+                continue
+            self._seen.add(mid)
+            rc = _int(vals[0], 0) or 0
+            state = _state(score, rc, now_ms)  # each judged by the one `now` of the scan
+            if state == READY and self.first_ready is None:
+                self.first_ready = _s(mid)
+            if not count:
+                continue
+            self.counts[state] += 1
+            if rc > 1:
+                self.more_than_once += 1
+            self.note_scores(score if state == INFLIGHT else None, score if state in (INFLIGHT, DELAYED) else None)
+            if collect:
+                sid = _s(mid)
+                fr = _int(vals[1]) if len(vals) > 1 else None
+                self.messages.append(RsmqMessage(
+                    queue, kind, sid, state, sid, created_at=id_time(sid),
+                    deadline=None if state == READY else score / 1000.0, score=score, rc=rc, fr=fr))
+
+
 class RsmqBackend(Backend):
     kind = RSMQ
     title = "RSMQ"
@@ -144,6 +190,7 @@ class RsmqBackend(Backend):
         self.path = target.shown  # what `ls --json` and others print as the root
         self._client = client if client is not None else connect(target)
         self._scripts: dict[str, Any] = {}
+        self._summary: str | None = None  # SHA of scripts.SUMMARY; "" when it cannot run here
 
     @classmethod
     def open(cls, text: str) -> RsmqBackend:
@@ -275,9 +322,9 @@ class RsmqBackend(Backend):
         now_s, now_ms = self.clock() if now is None else (now, int(now * 1000))
         return self._scan_one(name, now_s, now_ms, collect=collect)
 
-    def _range(self, key: str, start: int, stop: int) -> list[tuple[str, float]]:
-        """Members of ranks start..stop (inclusive) with scores, in chunks, pipelined."""
-        out: list[tuple[str, float]] = []
+    def _range(self, key: str, start: int, stop: int) -> list[tuple[bytes, float]]:
+        """Members (raw bytes) of ranks start..stop (inclusive) with scores, in chunks, pipelined."""
+        out: list[tuple[bytes, float]] = []
         pos = start
         while pos <= stop:
             pipe = self._pipe()
@@ -287,10 +334,10 @@ class RsmqBackend(Backend):
                 pipe.zrange(key, pos, min(pos + CHUNK - 1, stop), withscores=True)
                 pos += CHUNK
             for chunk in self._call(pipe.execute):
-                out.extend((_s(m), float(sc)) for m, sc in chunk)
+                out.extend(chunk)
         return out
 
-    def _fields(self, hkey: str, ids: list[str], suffixes: tuple[str, ...]) -> list[list[Any]]:
+    def _fields(self, hkey: str, ids: list[bytes], suffixes: tuple[bytes, ...]) -> list[list[Any]]:
         """HMGET of ``id + suffix`` for each id, CHUNK ids a command, pipelined."""
         out: list[list[Any]] = []
         width = len(suffixes)
@@ -304,7 +351,7 @@ class RsmqBackend(Backend):
                 out.extend(values[j:j + width] for j in range(0, len(values), width))
         return out
 
-    def _scan_one(self, name: str, now_s: float, now_ms: int, *, collect: bool) -> QueueScan:
+    def _scan_one(self, name: str, now_s: float, now_ms: int, *, collect: bool, force_exact: bool = False) -> QueueScan:
         zkey, hkey = self.zkey(name), self.hkey(name)
         scan = QueueScan(name, self.kind, now_s)
         pipe = self._pipe()
@@ -317,49 +364,41 @@ class RsmqBackend(Backend):
         if attr["vt"] is None:
             scan.errors.append(f"listed in {self.queues_key} but {hkey} has no settings (deleted meanwhile?)")
         visible = max(0, total - hidden)
-        # the hidden range: every member with its receive count (O(hidden))
-        hidden_members = self._range(zkey, visible, total - 1) if hidden else []
-        hidden_rc = self._fields(hkey, [m for m, _ in hidden_members], (":rc", ":fr") if collect else (":rc",))
-        exact = collect or visible <= EXACT_VISIBLE
-        if exact:
-            visible_members = self._range(zkey, 0, visible - 1) if visible else []
-            visible_rc = self._fields(hkey, [m for m, _ in visible_members], (":rc", ":fr") if collect else (":rc",))
+        exact = collect or force_exact or visible <= EXACT_VISIBLE
+        tally = _Tally()
+        if not collect and self._summary_sha() is not None:
+            # the server sums each chunk of ranks (a bounded read-only script): O(hidden) work there,
+            # a few numbers per chunk over the wire
+            ranges = [(visible, total - 1, True)] if hidden else []
+            if visible:
+                # all of it when counted exactly, else only the head (for the oldest ready message)
+                ranges.insert(0, (0, visible - 1, True) if exact else (0, min(visible, CHUNK) - 1, False))
+            self._summaries(zkey, hkey, ranges, now_ms, tally)
         else:
-            visible_members = self._range(zkey, 0, min(visible, OLDEST_SCAN_LIMIT) - 1)
-            visible_rc = self._fields(hkey, [m for m, _ in visible_members], (":rc",))
+            # plain reads: the members by rank and their receive counts by HMGET, in chunks
+            hidden_members = self._range(zkey, visible, total - 1) if hidden else []
+            wanted = (b":rc", b":fr") if collect else (b":rc",)
+            hidden_rc = self._fields(hkey, [m for m, _ in hidden_members], wanted)
+            if exact:
+                visible_members = self._range(zkey, 0, visible - 1) if visible else []
+                visible_rc = self._fields(hkey, [m for m, _ in visible_members], wanted)
+            else:
+                # only as far into the visible range as it takes to meet the first ready message
+                visible_members, visible_rc = [], []
+                pos, step = 0, 100
+                while pos < min(visible, OLDEST_SCAN_LIMIT):
+                    part = self._range(zkey, pos, min(pos + step, visible) - 1)
+                    rcs = self._fields(hkey, [m for m, _ in part], (b":rc",))
+                    visible_members += part
+                    visible_rc += rcs
+                    if not part or any(v[0] is None for v in rcs):
+                        break
+                    pos, step = pos + step, CHUNK
+            tally.members(name, self.kind, visible_members, visible_rc, now_ms, count=exact, collect=collect)
+            tally.members(name, self.kind, hidden_members, hidden_rc, now_ms, count=True, collect=collect)
         counts = scan.counts
-        messages: list[Message] = []
-        more_than_once = 0
-        next_inflight: float | None = None
-        next_visible: float | None = None
-        oldest_ready: float | None = None
-        seen: set[str] = set()  # a member can move between chunks while we read
-        for part, rcs, is_visible in ((visible_members, visible_rc, True), (hidden_members, hidden_rc, False)):
-            for (mid, score), vals in zip(part, rcs):
-                if mid in seen:
-                    continue
-                seen.add(mid)
-                rc = _int(vals[0], 0) or 0
-                # the chunks were read at slightly different moments: judge each by `now`
-                state = _state(score, rc, now_ms)
-                if is_visible and not exact:
-                    if state == READY and oldest_ready is None:
-                        oldest_ready = id_time(mid)
-                    continue  # counted below by arithmetic
-                counts[state] += 1
-                if rc > 1:
-                    more_than_once += 1
-                if state == READY and (oldest_ready is None):
-                    oldest_ready = id_time(mid)
-                if state == INFLIGHT and (next_inflight is None or score < next_inflight):
-                    next_inflight = score
-                if state in (INFLIGHT, DELAYED) and (next_visible is None or score < next_visible):
-                    next_visible = score
-                if collect:
-                    fr = _int(vals[1]) if len(vals) > 1 else None
-                    messages.append(RsmqMessage(
-                        name, self.kind, mid, state, mid, created_at=id_time(mid),
-                        deadline=None if state == READY else score / 1000.0, score=score, rc=rc, fr=fr))
+        for state in (READY, INFLIGHT, EXPIRED, DELAYED):
+            counts[state] = tally.counts[state]
         attr_fields = sum(v is not None for v in attrs)
         # every message has its body field; every received one also :rc and :fr
         received_total = (hlen - total - attr_fields) / 2
@@ -367,19 +406,18 @@ class RsmqBackend(Backend):
             received_visible = received_total - counts[INFLIGHT]
             if received_total != int(received_total) or not 0 <= received_visible <= visible:
                 # fields that are neither messages nor rsmq's: count exactly, slowly but in chunks
-                scan.warnings.append(f"{hkey} has {hlen} fields, which {total} messages do not account for; "
-                                     "counted ready/expired by reading every receive count")
-                exact_scan = self._scan_one(name, now_s, now_ms, collect=True)
-                exact_scan.messages = None
-                exact_scan.warnings[:0] = scan.warnings
+                exact_scan = self._scan_one(name, now_s, now_ms, collect=False, force_exact=True)
+                exact_scan.warnings.insert(0, f"{hkey} has {hlen} fields, which {total} messages do not account "
+                                              "for; counted ready/expired by reading every receive count")
                 return exact_scan
             counts[EXPIRED] = int(received_visible)
             counts[READY] = visible - int(received_visible)
         elif received_total != int(received_total) or received_total < counts[INFLIGHT] + counts[EXPIRED]:
             scan.warnings.append(f"{hkey} has {hlen} fields for {total} messages: some fields belong to "
                                  "no message (orphans) or some messages have no body")
-        scan.oldest_ready_created = oldest_ready
-        scan.next_deadline = None if next_inflight is None else next_inflight / 1000.0
+        scan.oldest_ready_created = None if tally.first_ready is None else id_time(tally.first_ready)
+        scan.next_deadline = None if tally.next_inflight is None else tally.next_inflight / 1000.0
+        nv = tally.next_hidden
         scan.extras = {
             "totalsent": _int(attr["totalsent"], 0),
             "totalrecv": _int(attr["totalrecv"], 0),
@@ -388,14 +426,60 @@ class RsmqBackend(Backend):
             "maxsize": _num(attr["maxsize"]),
             "created": _int(attr["created"]),
             "modified": _int(attr["modified"]),
-            # over the messages whose receive counts were read (all of them unless counted by HLEN)
-            "received_more_than_once": more_than_once if exact else None,
-            "next_visible_s": None if next_visible is None else round(max(0.0, next_visible / 1000.0 - now_s), 3),
+            # over every message's receive count (unknown for the visible range counted by HLEN)
+            "received_more_than_once": tally.more_than_once if exact else None,
+            "next_visible_s": None if nv is None else round(max(0.0, nv / 1000.0 - now_s), 3),
             "counted": "exact" if exact else "hlen",
         }
         if collect:
-            scan.messages = messages
+            scan.messages = tally.messages
         return scan
+
+    def _summary_sha(self) -> str | None:
+        """The SHA of the read-only counting script, or None when this server or user cannot run
+        it (Redis < 7 has no EVALSHA_RO; a user without @scripting): then plain reads count."""
+        if self._summary is None:
+            import redis.exceptions as rx
+
+            try:
+                sha = self._client.script_load(scripts.SUMMARY)
+                self._client.evalsha_ro(sha, 2, f"{self.ns}:qconsole:probe", f"{self.ns}:qconsole:probe:Q", 0, -1, 0)
+                self._summary = sha
+            except rx.RedisError:
+                self._summary = ""
+        return self._summary or None
+
+    def _summaries(self, zkey: str, hkey: str, ranges: list[tuple[int, int, bool]], now_ms: int,
+                   tally: _Tally) -> None:
+        """Chunks of ranks (start, stop, whether to count them) summed by scripts.SUMMARY."""
+        import redis.exceptions as rx
+
+        sha = self._summary_sha()
+        chunks = [(a, min(a + CHUNK - 1, stop), count) for start, stop, count in ranges
+                  for a in range(start, stop + 1, CHUNK)]
+        for base in range(0, len(chunks), PIPELINE * 4):
+            pipe = self._pipe()
+            part = chunks[base:base + PIPELINE * 4]
+            for a, b, _count in part:
+                pipe.evalsha_ro(sha, 2, zkey, hkey, a, b, now_ms)
+            try:
+                replies = pipe.execute()
+            except rx.NoScriptError:  # the script cache was flushed meanwhile: load it again
+                self._summary = None
+                return self._summaries(zkey, hkey, ranges, now_ms, tally)
+            except rx.RedisError as err:
+                raise RootError(self.spec.scrub(f"{self.target}: {describe_error(err)}")) from None
+            for (_a, _b, count), reply in zip(part, replies):
+                ready, inflight, expired, delayed, more, next_inflight, next_hidden, first_ready = reply
+                if count:
+                    tally.counts[READY] += int(ready)
+                    tally.counts[EXPIRED] += int(expired)
+                    tally.counts[INFLIGHT] += int(inflight)
+                    tally.counts[DELAYED] += int(delayed)
+                    tally.more_than_once += int(more)
+                    tally.note_scores(_float(next_inflight), _float(next_hidden))
+                if first_ready and tally.first_ready is None:
+                    tally.first_ready = _s(first_ready)
 
     def read_payload(self, msg: Message, cap: int | None) -> Payload:
         """The body by HGET (peek never changes rc, fr, totalrecv or the score)."""
