@@ -102,10 +102,26 @@ def fill(r, ns: str, total: int) -> list[str]:
 
 def slowlog_reset(r) -> None:
     r.slowlog_reset()
+    r.config_resetstat()
+
+
+def costliest_mean_us(r) -> tuple[float, str]:
+    """The command with the highest mean server time per call (INFO commandstats), which unlike
+    SLOWLOG's maximum is not one unlucky moment when the machine preempted the server."""
+    stats = {k: v for k, v in r.info("commandstats").items() if not k.startswith(("cmdstat_slowlog", "cmdstat_config",
+                                                                                   "cmdstat_info"))}
+    if not stats:
+        return 0.0, ""
+    name, v = max(stats.items(), key=lambda kv: kv[1]["usec_per_call"])
+    return float(v["usec_per_call"]), name.removeprefix("cmdstat_")
 
 
 def _name(cmd) -> str:
     return cmd.decode(errors="replace") if isinstance(cmd, bytes) else str(cmd)
+
+
+def blocks(r) -> tuple[int, str, float, str]:
+    return (*longest_block_us(r), *costliest_mean_us(r))
 
 
 def longest_block_us(r) -> tuple[int, str]:
@@ -164,7 +180,7 @@ def main() -> int:
         slowlog_reset(r)
         scan_holder = {}
         results["qconsole scan()"] = median_time(lambda: scan_holder.update(s=backend.scan()), args.rounds)
-        results["qconsole scan()"] = (results["qconsole scan()"], *longest_block_us(r))
+        results["qconsole scan()"] = (results["qconsole scan()"], *blocks(r))
         scan = scan_holder["s"]
         totals = scan.totals()
         print("qconsole counts: " + ", ".join(f"{k} {totals[k]:,}" for k in ("ready", "inflight", "expired", "delayed", "total"))
@@ -177,7 +193,7 @@ def main() -> int:
                                   json.dumps(names), str(args.rounds)], capture_output=True, text=True, timeout=600)
             if out.returncode == 0:
                 doc = json.loads(out.stdout.splitlines()[0])
-                results["rsmq getQueueAttributes (Node)"] = (doc["median_s"], *longest_block_us(r))
+                results["rsmq getQueueAttributes (Node)"] = (doc["median_s"], *blocks(r))
                 print(f"rsmq getQueueAttributes: msgs {doc['msgs']:,}, hiddenmsgs {doc['hiddenmsgs']:,} "
                       "(no ready/expired/in-flight/delayed split)")
             else:
@@ -198,7 +214,7 @@ def main() -> int:
 
         slowlog_reset(r)
         results["naive per-message (pipelined)"] = (median_time(naive_per_message, max(1, args.rounds // 2)),
-                                                   *longest_block_us(r))
+                                                   *blocks(r))
 
         def naive_one_command() -> None:
             for name in names:
@@ -206,12 +222,14 @@ def main() -> int:
                 r.hgetall(f"{ns}:{name}:Q")
 
         slowlog_reset(r)
-        results["naive ZRANGE 0 -1 + HGETALL"] = (median_time(naive_one_command, 1), *longest_block_us(r))
+        results["naive ZRANGE 0 -1 + HGETALL"] = (median_time(naive_one_command, 1), *blocks(r))
 
         base = results["qconsole scan()"][0]
-        print(f"\n{'method':38} {'per refresh':>12} {'vs qconsole':>12} {'longest server block':>22}  command")
-        for name, (secs, block, cmd) in results.items():
-            print(f"{name:38} {secs * 1000:10.1f}ms {secs / base:11.2f}x {block / 1000:19.2f}ms  {cmd}")
+        print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (SLOWLOG durations are wall time)")
+        print(f"\n{'method':32} {'per refresh':>11} {'vs qconsole':>11} {'longest block':>13} {'costliest mean':>15}  commands")
+        for name, (secs, block, cmd, mean, mean_cmd) in results.items():
+            print(f"{name:32} {secs * 1000:9.1f}ms {secs / base:10.2f}x {block / 1000:11.2f}ms {mean / 1000:13.3f}ms"
+                  f"  longest: {cmd[:40]}; costliest per call: {mean_cmd}")
         backend.close()
     finally:
         proc.terminate()
