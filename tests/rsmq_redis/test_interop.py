@@ -286,3 +286,24 @@ def test_counting_paths_agree(pyrsmq, url, r, ns, monkeypatch, exact_limit, plai
     odd = backend.scan_queue("c", now)
     assert odd.counts == listed.counts and (exact_limit or odd.warnings)
     backend.close()
+
+
+def test_where_node_and_pyrsmq_disagree(node, pyrsmq, url, r, ns):
+    """Recorded differences between the two reference clients (qconsole reads what both write)."""
+    node.call("createQueue", qname="n")
+    pyrsmq.createQueue(qname="p").execute()
+    # maxsize default: Node 65536, PyRSMQ 65565 (and PyRSMQ accepts up to 65565, Node refuses > 65536)
+    assert int(r.hget(f"{ns}:n:Q", "maxsize")) == 65536 and int(r.hget(f"{ns}:p:Q", "maxsize")) == 65565
+    assert node.run(("setQueueAttributes", {"qname": "n", "maxsize": 65565}))[0]["error"] == "invalidValue"
+    # deleteMessage of a message never received: Node says 1, PyRSMQ False -- both deleted it
+    mid = node.call("sendMessage", qname="n", message="x")
+    assert node.call("deleteMessage", qname="n", id=mid) == 1
+    pid = pyrsmq.sendMessage(qname="p", message="x").execute()
+    assert pyrsmq.deleteMessage(qname="p", id=pid).execute() is False
+    assert r.zcard(f"{ns}:p") == 0 and not r.hexists(f"{ns}:p:Q", pid)
+    # a message sent this second: Node's getQueueAttributes counts it hidden (second resolution),
+    # qconsole (ms, as both clients' receive) counts it ready
+    node.call("sendMessage", qname="n", message="now")
+    attrs = node.call("getQueueAttributes", qname="n")
+    q = counts(url, "n")
+    assert q["ready"] == 1 and attrs["msgs"] == 1 and attrs["hiddenmsgs"] in (0, 1)

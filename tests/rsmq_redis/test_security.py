@@ -197,3 +197,22 @@ def test_tls_insecure_is_said_loudly(tls_server):
     assert "NOT verified" in out.stderr
     out = qconsole("ls", "nope", "--root", f"rediss://localhost:{server.tls_port}", "--insecure")
     assert "NOT verified" in out.stderr and out.returncode == 2
+
+
+def test_password_leaves_the_process_title(redis_server, users, filled):
+    """A password typed in the URL is overwritten in /proc/PID/cmdline (what `ps` shows)."""
+    import sys
+    from pathlib import Path
+
+    exe = str(Path(sys.executable).with_name("qconsole"))
+    url = target(redis_server, filled, "qc_op", OP_PW)
+    proc = subprocess.Popen([exe, "stats", url, "--json", "--watch", "0.5"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert json.loads(first)["root"].startswith("redis://qc_op@")
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        assert OP_PW.encode() not in cmdline and b"redis://qc_op:" in cmdline
+    finally:
+        proc.kill()
+        proc.wait(10)

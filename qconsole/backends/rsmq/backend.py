@@ -194,7 +194,11 @@ class RsmqBackend(Backend):
 
     @classmethod
     def open(cls, text: str) -> RsmqBackend:
-        return cls(parse(text))
+        from .target import hide_in_process_title
+
+        target = parse(text)
+        hide_in_process_title(target.secret)  # a password typed in the URL leaves `ps` at once
+        return cls(target)
 
     # ------------------------------------------------------------------ plumbing
 

@@ -229,3 +229,32 @@ def describe_error(err: BaseException) -> str:
     if isinstance(err, rx.NoPermissionError) or "noperm" in low or "no permissions" in low:
         return f"permission denied by the server's ACL: {text} (--read-only refuses changes up front)"
     return text
+
+
+def hide_in_process_title(secret: str | None) -> bool:
+    """Overwrite ``secret`` (as typed, or %-encoded) with ``*`` in this process's original argv
+    memory, so ``ps`` and /proc/PID/cmdline stop showing a password given in the URL (Linux).
+
+    The kernel shows the argv area as it is now; rewriting it through /proc/self/mem is what
+    setproctitle-like tools do. Best effort: True when something was hidden.
+    """
+    if not secret:
+        return False
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (fields 48 and 49)
+        with open("/proc/self/mem", "r+b", buffering=0) as mem:
+            mem.seek(start)
+            area = mem.read(end - start)
+            new = area
+            for form in {secret, quote(secret, safe=""), quote(secret)}:
+                raw = form.encode("utf-8", "surrogateescape")
+                new = new.replace(raw, b"*" * len(raw))
+            if new == area:
+                return False
+            mem.seek(start)
+            mem.write(new)
+        return True
+    except (OSError, ValueError, IndexError):
+        return False
