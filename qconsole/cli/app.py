@@ -9,7 +9,7 @@ import typer
 
 app = typer.Typer(
     name="qconsole",
-    help="Administration and monitoring console for file-based message queues (VSQS, ddmq).\n\n"
+    help="Administration and monitoring console for serverless message queues (VSQS, ddmq, RSMQ).\n\n"
     "`qconsole ROOT` opens the live console; the commands below script it.",
     no_args_is_help=False,
     add_completion=False,
