@@ -138,34 +138,3 @@ redis.call("SREM", KEYS[3], ARGV[1])
 return n
 """
 
-#: counting, read-only (run by EVALSHA_RO, so a user with only @read and @scripting may): the
-#: members of ranks ARGV[1]..ARGV[2] with their receive counts, summed on the server: ready,
-#: inflight, expired, delayed, received more than once, the nearest in-flight score, the
-#: nearest hidden score, the first ready id. At most CHUNK members: well under a millisecond.
-SUMMARY = """
-local m = redis.call("ZRANGE", KEYS[1], ARGV[1], ARGV[2], "WITHSCORES")
-local now = tonumber(ARGV[3])
-local ready, inflight, expired, delayed, more = 0, 0, 0, 0, 0
-local next_inflight, next_hidden, first_ready = "", "", ""
-local ni, nh = nil, nil
-for i = 1, #m, 2 do
-  local id, s = m[i], tonumber(m[i + 1])
-  local rc = tonumber(redis.call("HGET", KEYS[2], id .. ":rc") or "0") or 0
-  if rc > 1 then more = more + 1 end
-  if s <= now then
-    if rc > 0 then expired = expired + 1 else
-      ready = ready + 1
-      if first_ready == "" then first_ready = id end
-    end
-  else
-    if rc > 0 then
-      inflight = inflight + 1
-      if not ni or s < ni then ni = s; next_inflight = m[i + 1] end
-    else
-      delayed = delayed + 1
-    end
-    if not nh or s < nh then nh = s; next_hidden = m[i + 1] end
-  end
-end
-return {ready, inflight, expired, delayed, more, next_inflight, next_hidden, first_ready}
-"""
