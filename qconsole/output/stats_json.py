@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from ..model import QueueScan, RootScan
-from ..states import DDMQ, DELAYED, RSMQ, STATES
+from ..states import DELAYED, STATES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -49,10 +49,10 @@ def queue_doc(q: QueueScan, now: float, version: int = 2) -> dict[str, Any]:
     doc["total"] = q.total if version >= 2 else sum(q.counts[s] for s in states if s != "foreign")
     doc["oldest_ready_age_s"] = _round(q.oldest_ready_age(now))
     doc["next_expiry_s"] = _round(q.next_expiry_in(now))
-    if q.layout == DDMQ:
-        doc["by_priority"] = q.by_priority or {}
-    if q.layout == RSMQ and version >= 2:
-        doc["rsmq"] = dict(q.extras or {})
+    if q.by_priority is not None:  # stores with priorities (ddmq)
+        doc["by_priority"] = q.by_priority
+    if q.extras is not None and version >= 2:  # a store's own figures, under its kind's name (rsmq)
+        doc[q.layout] = dict(q.extras)
     doc["warnings"] = list(q.warnings)
     doc["errors"] = list(q.errors)
     return doc

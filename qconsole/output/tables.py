@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..model import Message, RootScan
 from ..safetext import safe_text
-from ..states import DDMQ, DELAYED, EXPIRED, FOREIGN, INFLIGHT, READY, RSMQ, STATES, WRITING
+from ..states import DELAYED, EXPIRED, FOREIGN, INFLIGHT, READY, STATES, WRITING
 from . import humanize
 
 if TYPE_CHECKING:
@@ -18,14 +18,16 @@ if TYPE_CHECKING:
 
 STATE_STYLES = {READY: "green", INFLIGHT: "cyan", EXPIRED: "red", DELAYED: "blue", "writing": "yellow",
                 "foreign": "magenta"}
-#: a ddmq id is 32 hex digits; this many identify it in practice (peek takes a unique prefix)
-SHORT_ID = 12
 
 
 def short_id(msg: Message) -> str:
-    """The id as the ls table shows it: ddmq's 32 hex digits cut to a unique-enough prefix."""
-    if msg.layout == DDMQ and len(msg.id) > SHORT_ID + 1:
-        return msg.id[:SHORT_ID] + "…"
+    """The id as the ls table shows it: cut to the prefix its backend says is unique enough
+    (ddmq's 32 random hex digits; peek takes a unique prefix)."""
+    from ..backends import backend_class
+
+    keep = backend_class(msg.layout).short_id_chars
+    if keep and len(msg.id) > keep + 1:
+        return msg.id[:keep] + "…"
     return msg.id
 
 
@@ -41,9 +43,17 @@ if TYPE_CHECKING:
 
 
 def table_states(scan: RootScan) -> tuple[str, ...]:
-    """The state columns that apply: an RSMQ namespace has no writing/foreign files, a file
-    layout no delayed messages (a column appears anyway when something is counted in it)."""
-    absent = {WRITING, FOREIGN} if scan.layout == RSMQ else {DELAYED}
+    """The state columns that apply: a store that is no directory (RSMQ) has no writing/foreign
+    files, one without the delayed state (the file layouts) no delayed column (a column appears
+    anyway when something is counted in it)."""
+    from ..backends import FILE_KINDS, backend_class
+    from ..backends.base import DELAYED as CAN_DELAY
+
+    absent = set()
+    if scan.layout not in FILE_KINDS:
+        absent |= {WRITING, FOREIGN}
+    if CAN_DELAY not in backend_class(scan.layout).capabilities:
+        absent.add(DELAYED)
     return tuple(s for s in STATES if s not in absent or any(q.counts.get(s) for q in scan.queues))
 
 

@@ -165,6 +165,8 @@ class RsmqBackend(Backend):
     kind = RSMQ
     title = "RSMQ"
     capabilities = frozenset({CAP_DELAYED, TRASH, SETTINGS, CREATE_QUEUE, DELETE_QUEUE, REDELIVERY_COUNT})
+    #: 10 base36 characters of send time, then 6 of the 22 random ones: unique in practice
+    short_id_chars = 16
     publish_options = (
         Option("delay", "float", "Seconds before the message becomes visible (0-9999999, ms precision; "
                "default: the queue's delay).", minimum=0),
@@ -271,10 +273,12 @@ class RsmqBackend(Backend):
     # ------------------------------------------------------------------ reading
 
     def validate_queue_name(self, name: str) -> str:
-        """A name an rsmq client can have written: 1-160 characters, no ':' (PyRSMQ allows dots,
-        spaces and more; ':' would reach into other keys), no control characters."""
-        if not name:
-            raise QueueNameError("empty queue name")
+        """A name qconsole works on: a plain name as for every store (no '/', not '..', no leading
+        '.'), no ':' (it would reach into other keys; neither client allows it), 1-160 printable
+        characters. PyRSMQ also allows dots inside, spaces and more: those work."""
+        from ..fs.root import validate_queue_name
+
+        validate_queue_name(name)  # the plain-name rule every store shares (no '/', '..', leading '.')
         if ":" in name:
             raise QueueNameError(f"bad queue name {name!r}: rsmq queue names have no ':'")
         if len(name) > 160 or not name.isprintable():
@@ -615,11 +619,16 @@ class RsmqBackend(Backend):
             out.append((m.id, None if word == "ok" else reasons.get(word, word)))
         return out
 
+    @classmethod
+    def check_new_queue_name(cls, name: str) -> str:
+        """What `create` accepts: a name Node rsmq accepts too, so every client can use the queue."""
+        if not name or len(name) > 160 or not set(name) <= NODE_QNAME_CHARS:
+            raise QueueNameError(f"bad queue name {name!r}: rsmq queue names are 1-160 of A-Z a-z 0-9 _ -")
+        return name
+
     def create_queue(self, queue: str, *, vt: int = 30, delay: int = 0, maxsize: int = 65536) -> None:
         """rsmq's createQueue (its defaults; a name Node rsmq accepts, so every client can use it)."""
-        self.validate_queue_name(queue)
-        if len(queue) > 160 or not set(queue) <= NODE_QNAME_CHARS:
-            raise QueueNameError(f"bad queue name {queue!r}: rsmq queue names are 1-160 of A-Z a-z 0-9 _ -")
+        self.check_new_queue_name(queue)
         problems = self.validate_settings({"vt": vt, "delay": delay, "maxsize": maxsize})
         if problems:
             raise SettingsError(problems[0])
