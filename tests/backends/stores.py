@@ -19,6 +19,9 @@ from qconsole.backends.base import Backend
 
 class StoreKit:
     kind = ""
+    #: a restored message a consumer held comes back held (RSMQ restores score, rc and fr
+    #: exactly), rather than ready (the file layouts rename it back to its ready name)
+    restore_keeps_held = False
 
     def __init__(self, tmp_path: Any) -> None:
         self.tmp_path = tmp_path
@@ -114,6 +117,7 @@ class RsmqKit(StoreKit):
     (the Node client runs beside qconsole in tests/rsmq_redis)."""
 
     kind = "rsmq"
+    restore_keeps_held = True
 
     def __init__(self, tmp_path: Any) -> None:
         import uuid
