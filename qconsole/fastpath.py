@@ -30,9 +30,10 @@ def pick_root(positional: str | None, option: str | None) -> str | None:
 def render_machine(scan: Any, fmt: str, *, pretty: bool) -> str:
     """A RootScan as the stats JSON document or Prometheus text."""
     if fmt == "json":
+        from .output.jsontext import dumps
         from .output.stats_json import stats_document
 
-        return json.dumps(stats_document(scan), indent=2 if pretty else None, ensure_ascii=True) + "\n"
+        return dumps(stats_document(scan), pretty=pretty) + "\n"
     from .output import prometheus
 
     return prometheus.render(scan)

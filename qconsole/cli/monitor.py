@@ -33,7 +33,9 @@ def _stdout_console() -> Any:
 
 
 def _dump(doc: Any, pretty: bool) -> str:
-    return json.dumps(doc, indent=2 if pretty else None, ensure_ascii=True)
+    from ..output.jsontext import dumps
+
+    return dumps(doc, pretty=pretty)
 
 
 def _stats_once(
