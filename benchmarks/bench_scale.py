@@ -544,7 +544,11 @@ def main() -> None:
     ap.add_argument("--move-client-n", type=int, default=20_000,
                     help="move size (the VSQS client lists the destination per publish: O(n^2))")
     ap.add_argument("--json", help="write every figure to this file")
+    ap.add_argument("--qconsole", help="the qconsole console script to time (default: this venv's)")
     args = ap.parse_args()
+    if args.qconsole:  # e.g. an older checkout's venv, for before/after figures
+        global QCONSOLE
+        QCONSOLE = args.qconsole
     if args.bulk_n is None:
         args.bulk_n = 5_000 if args.quick else 100_000
     if args.quick:

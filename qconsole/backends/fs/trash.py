@@ -108,12 +108,16 @@ def list_batches(root: str) -> list[TrashBatch]:
     return out
 
 
-def restore(root: str, batch: str, ready_name: Callable[[str], str | None]) -> tuple[list[str], list[tuple[str, str]]]:
+def restore(root: str, batch: str, ready_name: Callable[[str], str | None],
+            tick: Callable[[int, int], None] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
     """Move a batch back: (restored relpaths, [(relpath, reason)]). ``ready_name``: the layout's
-    ready name for a trashed relpath (None: not a message name)."""
+    ready name for a trashed relpath (None: not a message name); ``tick(done, total)``: progress."""
     done: list[str] = []
     skipped: list[tuple[str, str]] = []
-    for queue, rel in _files(root, batch):
+    files = _files(root, batch)
+    for queue, rel in files:
+        if tick is not None:
+            tick(len(done) + len(skipped), len(files))
         qdir = os.path.join(root, queue)
         target = ready_name(rel)
         if target is None:
