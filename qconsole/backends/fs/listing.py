@@ -23,9 +23,10 @@ QC_TEMP_PREFIX = ".qconsole-"
 #: Errors listed per queue before the rest are summarised, so a queue of junk stays readable.
 MAX_ERRORS = 20
 
-#: a queue directory with at least this much directory data (st_size; ~200k VSQS or ~100k
-#: ddmq names on ext4) is counted in chunks of STREAM_CHUNK entries, in bounded memory
-STREAM_BYTES = 8_000_000
+#: a queue directory with at least this much directory data (st_size; ~850k VSQS names on ext4)
+#: is counted in chunks of STREAM_CHUNK entries, in bounded memory (scandir costs ~25% more
+#: than listdir, so only where holding every name would cost hundreds of MB)
+STREAM_BYTES = 32_000_000
 STREAM_CHUNK = 16_384
 
 
