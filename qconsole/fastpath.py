@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from .errors import QConsoleError
+from .errors import ExitCode, QConsoleError, error_line
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -20,11 +20,6 @@ if TYPE_CHECKING:
 
 MACHINE_FORMATS = ("json", "prometheus")
 FORMATS = (*MACHINE_FORMATS, "table")
-
-
-def pick_root(positional: str | None, option: str | None) -> str | None:
-    """A positional ROOT wins over --root, which falls back to $QCONSOLE_ROOT."""
-    return positional or option or os.environ.get("QCONSOLE_ROOT") or None
 
 
 def render_machine(scan: Any, fmt: str, *, pretty: bool) -> str:
@@ -143,7 +138,7 @@ def fast_stats(argv: list[str]) -> int | None:
     opts = _parse(argv)
     if opts is None:
         return None
-    from .backends import open_target
+    from .backends import open_target, pick_root
 
     def body() -> None:
         handle = open_target(pick_root(opts["root"], opts["root_opt"]), opts["layout"])
@@ -182,6 +177,8 @@ def fast_check(argv: list[str]) -> int | None:
     opts = parse_args("check", argv)
     if opts is None:
         return None
+    from .backends import pick_root
+
     code, line = check_line(pick_root(opts["root"], opts["root_opt"]), opts["layout"], opts["queues"],
                             {k: opts[k] for k in THRESHOLDS}, check_types=opts["check_types"], jobs=opts["jobs"])
     try:
@@ -197,6 +194,7 @@ def fast_ls(argv: list[str]) -> int | None:
     opts = parse_args("ls", argv)
     if opts is None:
         return None
+    from .backends import pick_root
     from .output.ls_view import write_ls
 
     return guarded_call(lambda: write_ls(pick_root(None, opts["root_opt"]), opts["layout"], opts["queue"],
@@ -207,17 +205,13 @@ def guarded_call(body: Any) -> int:
     """``body()`` with operator errors as one line on stderr and an exit code, as the typer commands do."""
     try:
         body()
-    except QConsoleError as err:
-        return _fail(str(err), err.exit_code)
     except BrokenPipeError:  # `qconsole ls q | head` (an OSError: must come first)
         os._exit(0)
-    except PermissionError as err:
-        return _fail(f"permission denied: {err.filename or err}")
-    except OSError as err:
-        where = f"{err.filename}: " if err.filename else ""
-        return _fail(f"{where}{err.strerror or err}")
+    except (QConsoleError, OSError) as err:
+        line, code = error_line(err)  # type: ignore[misc]
+        return _fail(line, code)
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
     return 0
 
 
