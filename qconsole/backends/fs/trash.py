@@ -64,6 +64,13 @@ def prepare_queue(root: str, batch: str, queue: str) -> None:
     os.makedirs(os.path.join(trash_dir(root), batch, FILES, queue, "work"), exist_ok=True)
 
 
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:  # as os.path.isfile: False
+        return False
+
+
 def _files(root: str, batch: str) -> list[tuple[str, str]]:
     """(queue, relpath) of every file in a batch."""
     out = []
@@ -76,12 +83,14 @@ def _files(root: str, batch: str) -> list[tuple[str, str]]:
         for sub in ("", "work"):
             d = os.path.join(top, q, sub)
             try:
-                names = sorted(os.listdir(d))
+                # the entry's own type (a stat only where the listing has none, or for a link,
+                # as os.path.isfile would follow it): no stat per trashed file
+                with os.scandir(d) as it:
+                    names = sorted(e.name for e in it if _is_file(e))
             except OSError:
                 continue
             for n in names:
-                if os.path.isfile(os.path.join(d, n)):
-                    out.append((q, f"{sub}/{n}" if sub else n))
+                out.append((q, f"{sub}/{n}" if sub else n))
     return out
 
 
