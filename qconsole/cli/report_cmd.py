@@ -59,7 +59,9 @@ def report(
     console = _progress_console()
     with render.JobProgress(console) as progress:
         progress.phase(f"starting Spark ({master})")
+        started = time.monotonic()
         spark, created = spark_job.start_session(master, verbose=verbose)
+        progress.line(f"session: Spark {spark.version} on {spark.sparkContext.master} · {time.monotonic() - started:.1f}s")
         try:
             progress.watch(spark.sparkContext)
             if not spark_job.is_local(spark.sparkContext.master):
@@ -67,7 +69,7 @@ def report(
             doc = spark_job.run_report(
                 spark, root=handle.path, layout=handle.layout, queues=names, root_errors=root_errors,
                 out_dir=os.path.abspath(out), now=time.time(), threshold=poison_threshold,
-                history_files=history_files, progress=progress.phase,
+                history_files=history_files, progress=progress,
             )
         finally:
             if created:
