@@ -143,6 +143,7 @@ def queue_stats_columns(
     hashes: dict[str, Counter[str]] = defaultdict(Counter)
     poison: dict[str, list[tuple[str | None, int]]] = defaultdict(list)
     oldest: dict[str, float] = {}
+    age_max: dict[str, float] = {}
     message_states = frozenset(MESSAGE_STATES)
     for cols in chunks:
         for q, state, mid, created, size, fb, rc, digest, error in zip(
@@ -163,8 +164,10 @@ def queue_stats_columns(
             created = _us_of(created)
             if created is not None:
                 age = max(0.0, now - created / 1_000_000)
-                ages[q].append(age)
+                ages[q].append(math.floor(age))  # percentiles over whole seconds, as Spark's query
                 hists[q][age_bucket(age)] += 1
+                if q not in age_max or age > age_max[q]:
+                    age_max[q] = age
                 if state == READY and (q not in oldest or age > oldest[q]):
                     oldest[q] = age
             if size is not None:
@@ -179,9 +182,10 @@ def queue_stats_columns(
         st["counts"]["total"] = sum(st["counts"][s] for s in MESSAGE_STATES)
         a, s = sorted(ages.get(q, [])), sorted(sizes.get(q, []))
         st["percentiles"] = {
-            "age_s": spread([_pct_sorted(a, p) for p in PERCENTILES], a[-1] if a else None),
+            "age_s": spread([_pct_sorted(a, p) for p in PERCENTILES], None),
             "size_bytes": spread([_pct_sorted(s, p) for p in PERCENTILES], s[-1] if s else None),
         }
+        st["percentiles"]["age_s"]["max"] = _r(age_max.get(q))  # the exact oldest, not floored
         st["age_histogram"] = histogram_doc(hists[q])
         st["oldest_ready_age_s"] = _r(oldest.get(q))
         dups = [(h, n) for h, n in hashes[q].items() if n > 1]
