@@ -9,6 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..errors import QConsoleError
 from ..scan import Root
 from .app import app
 from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootArg, RootOpt, guarded, pick_root
@@ -43,8 +44,6 @@ def report(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Analyse a whole root on Spark: per-message inventory (Parquet), per-queue summary (JSON + terminal)."""
-    from rich.console import Console
-
     from ..report import render
 
     handle = Root(pick_root(root, root_opt), layout)
@@ -55,6 +54,23 @@ def report(
             raise FileNotFoundError(2, "no such history file", path)
 
     from ..report import spark_job  # imports PySpark: only here, on the run path
+
+    try:
+        _run(handle, names, root_errors, out, master, history_files, poison_threshold, verbose, spark_job, render)
+    except QConsoleError:
+        raise
+    except Exception as err:
+        # Spark's failures (bad master URL, unreachable cluster, a node without pyarrow) come as
+        # Java stack traces: one line, and --verbose for the whole story
+        if verbose or not type(err).__module__.startswith(("pyspark", "py4j")):
+            raise
+        first = next((ln.strip() for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
+        raise QConsoleError(f"Spark failed: {first[:300]} (run with --verbose for Spark's log)") from None
+
+
+def _run(handle: Any, names: list[str], root_errors: list[str], out: str, master: str, history_files: list[str],
+         poison_threshold: int, verbose: bool, spark_job: Any, render: Any) -> None:
+    from rich.console import Console
 
     console = _progress_console()
     with render.JobProgress(console) as progress:

@@ -109,8 +109,8 @@ def list_chunks(store: str, location: str, queue: str, now: float, size: int) ->
 
 def _ddmq_body(data: bytes) -> tuple[bytes | None, int | None, str | None]:
     """(payload bytes, requeue_counter, error) of one ddmq message file's content."""
-    try:
-        doc = json.loads(data)
+    try:  # decoding here skips json's encoding detection; bad UTF-8 is a ValueError too
+        doc = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError):
         doc = None
     if not isinstance(doc, dict) or "message" not in doc:

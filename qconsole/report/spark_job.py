@@ -324,40 +324,6 @@ def trend_docs(rows: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _warm_up(spark: Any, layout: str, now: float, threshold: int, redelivery: str | None) -> None:
-    """Run the summary query once over a tiny inventory while the inventory job runs.
-
-    The first SQL query in a JVM pays class loading, code generation and compilation
-    (seconds); the inventory job is Python work that leaves a core idle while the biggest
-    queue is listed, so paying it there hides most of it from the summaries."""
-    import tempfile
-
-    import pyarrow.parquet as pq
-
-    tmp = tempfile.mkdtemp(prefix="qconsole-warm-")
-    try:
-        n = 2000
-        us = int(now * 1_000_000)
-        cols = [
-            ["w"] * n, [layout] * n, (["ready", "inflight"] * n)[:n], [f"id{i}" for i in range(n)],
-            [f"f{i}" for i in range(n)], [1] * n, [us - i * 1_000_000 for i in range(n)], [None] * n,
-            [i % 7 for i in range(n)], [100] * n, [i % 5 for i in range(n)], ["text"] * n,
-            [f"{i % 300:064x}" for i in range(n)], [None] * n,
-        ]
-        pq.write_table(pa_table(cols), os.path.join(tmp, "part-0.parquet"))
-        queue_summaries(spark, read_inventory(spark, tmp), [("w", layout)], now, threshold, redelivery)
-    except Exception:  # a warm-up only: the real query reports any real problem
-        pass
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def pa_table(columns: Sequence[Sequence[Any]]) -> Any:
-    import pyarrow as pa
-
-    return pa.Table.from_batches([inventory.record_batch(columns)])
-
-
 class NoProgress:
     """What run_report tells about its stages; the CLI passes a render.JobProgress."""
 
@@ -386,9 +352,9 @@ def run_report(
 ) -> dict[str, Any]:
     """Run the whole report on ``spark``; writes DIR/messages/, DIR/trends/, DIR/summary.json.
 
-    Three Spark jobs for the inventory and the summaries: list+read+write, one aggregation
-    (plus one for trends with ``--history``). The driver holds queue names, one row per
-    written file and one per queue, never the inventory."""
+    Two Spark actions: one job lists, reads and writes the inventory; one query computes the
+    summaries (plus one for trends with ``--history``). The driver holds queue names, one row
+    per written Parquet file and one per queue, never the inventory."""
     import json
     import threading
     import time
@@ -409,9 +375,9 @@ def run_report(
     listed: dict[str, float] = {}
     lock = threading.Lock()
 
-    def stage_detail() -> str:
+    def stage_detail(finished: bool = False) -> str:
         q, f, r = (c.value for c in counters)
-        if q < n:
+        if q < n and not finished:
             return f"listing: {q}/{n} queue(s), {f:,} file(s)"
         with lock:
             if "at" not in listed:
@@ -420,13 +386,10 @@ def run_report(
         return f"reading: {r:,}/{f:,} file(s)"
 
     redelivery = inventory.redelivery_field(layout)
-    warm = threading.Thread(target=_warm_up, args=(spark, layout, now, threshold, redelivery), daemon=True)
     progress.phase("listing and reading on the executors")
     progress.detail(stage_detail)
-    warm.start()
     written = write_inventory(spark, root, layout, queues, now, messages_dir, counters)
-    warm.join()
-    stage_detail()  # the listing line, if the poll missed the moment
+    stage_detail(finished=True)  # the listing line, if the poll missed the moment
     progress.detail(None)
     rows = sum(r for _f, r in written)
     progress.line(
