@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
+from operator import attrgetter
 from typing import Any
 
 from ..errors import QConsoleError
@@ -76,11 +77,14 @@ def _leftover_rows(root: str, layout: str, queue: str, known: set[str]) -> Itera
                 yield other_row(queue, layout, FOREIGN, rel, f"foreign file: {why}")
 
 
+_FIELDS = tuple(attrgetter(f) for f in ("id", "state", "relpath", "priority", "created_at", "deadline"))
+
+
 def list_chunks(store: str, location: str, queue: str, now: float, size: int) -> Iterator[dict[str, Any]]:
     """List one queue once with the core's scanner and cut it into chunk descriptors.
 
     Message chunks carry the scanner's fields as columns (``msgs``: ids, states, relpaths,
-    priorities, created, deadlines), at most ``size`` messages each, so a dominant queue is
+    priorities, created and deadlines in epoch seconds), at most ``size`` messages each, so a dominant queue is
     read by many tasks; a last ``rows`` chunk holds the files that are not messages (temp,
     foreign) or the one row of a queue that could not be listed.
     """
@@ -89,11 +93,9 @@ def list_chunks(store: str, location: str, queue: str, now: float, size: int) ->
     seq = 0
     for start in range(0, len(messages), size):
         part = messages[start : start + size]
-        cols = (
-            [m.id for m in part], [m.state for m in part], [m.relpath for m in part],
-            [_int_or_none(m.priority) for m in part], [_us(m.created_at) for m in part],
-            [_us(m.deadline) for m in part],
-        )
+        # the scanner's fields as they are (attribute reads in C): the per-value conversions
+        # happen in read_chunk, spread over the read tasks, not in this one listing task
+        cols = tuple(list(map(get, part)) for get in _FIELDS)
         yield {"store": store, "location": location, "queue": queue, "now": now, "seq": seq,
                "files": len(part), "items": {"msgs": cols}}
         seq += 1
@@ -173,6 +175,6 @@ def read_chunk(chunk: dict[str, Any]) -> list[list[Any]]:
         errors.append(error)
     n = len(relpaths)
     return [
-        [queue] * n, [layout] * n, list(states), list(ids), list(relpaths), list(prios),
-        list(created), list(deadlines), sizes, file_sizes, requeues, kinds, digests, errors,
+        [queue] * n, [layout] * n, list(states), list(ids), list(relpaths), list(map(_int_or_none, prios)),
+        list(map(_us, created)), list(map(_us, deadlines)), sizes, file_sizes, requeues, kinds, digests, errors,
     ]
