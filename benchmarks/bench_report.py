@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 from qconsole.report import inventory, summary  # noqa: E402
-from qconsole.scan import Root  # noqa: E402
+from qconsole.backends import open_target as Root  # noqa: E402
 
 
 def _peak_rss_mb() -> float:

@@ -9,8 +9,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..backends import open_target
 from ..errors import QConsoleError
-from ..scan import Root
 from .app import app
 from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootArg, RootOpt, guarded, pick_root
 
@@ -46,7 +46,7 @@ def report(
     """Analyse a whole root on Spark: per-message inventory (Parquet), per-queue summary (JSON + terminal)."""
     from ..report import render
 
-    handle = Root(pick_root(root, root_opt), layout)
+    handle = open_target(pick_root(root, root_opt), layout)
     names, root_errors = handle.queue_names()
     history_files = [os.path.abspath(h) for h in history or ()]
     for path in history_files:  # fail before the slow start-up
@@ -83,7 +83,7 @@ def _run(handle: Any, names: list[str], root_errors: list[str], out: str, master
             if not spark_job.is_local(spark.sparkContext.master):
                 spark_job.ship_package(spark)
             doc = spark_job.run_report(
-                spark, root=handle.path, layout=handle.layout, queues=names, root_errors=root_errors,
+                spark, root=handle.path, layout=handle.kind, queues=names, root_errors=root_errors,
                 out_dir=os.path.abspath(out), now=time.time(), threshold=poison_threshold,
                 history_files=history_files, progress=progress,
             )

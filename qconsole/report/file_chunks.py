@@ -16,9 +16,13 @@ from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any
 
+from ..backends.ddmq import layout as ddmq
+from ..backends.fs import listing as common
+from ..backends.fs.atomic import read_file_bytes
+from ..backends.fs.detect import module_for
+from ..backends.vsqs import layout as vsqs
 from ..errors import QConsoleError
-from ..layouts import common, ddmq, module_for, vsqs
-from ..payload import BINARY, classify, read_file_bytes
+from ..payload import BINARY, classify
 from ..states import DDMQ, FOREIGN, WRITING
 
 #: the stores this module reads

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 from report_roots import build_ddmq_root
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
