@@ -55,6 +55,8 @@ def report(
 
     from ..report import spark_job  # imports PySpark: only here, on the run path
 
+    spark_job.check_master(master)
+
     try:
         _run(handle, names, root_errors, out, master, history_files, poison_threshold, verbose, spark_job, render)
     except QConsoleError:

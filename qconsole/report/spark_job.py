@@ -82,6 +82,19 @@ def _quiet_fd2(enabled: bool) -> Iterator[None]:
         os.close(devnull)
 
 
+#: what Spark accepts as a master URL (spark-submit exits before its gateway starts otherwise,
+#: which would look like a missing Java)
+MASTER_PREFIXES = ("local", "spark://", "yarn", "k8s://", "mesos://")
+
+
+def check_master(master: str) -> None:
+    """A QConsoleError (one line, exit 2) for a master URL Spark would refuse."""
+    if not master.startswith(MASTER_PREFIXES):
+        raise QConsoleError(
+            f"unknown Spark master {master!r}: use local[*], local[N], spark://HOST:PORT, yarn or k8s://..."
+        )
+
+
 def is_local(master: str) -> bool:
     return master.startswith("local")
 
@@ -99,6 +112,7 @@ def start_session(
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
+    check_master(master)
     if java_missing():
         raise SparkMissing(JAVA_HINT)
     # Workers run PYSPARK_PYTHON (read from the environment only), else whatever python3 is on
