@@ -281,6 +281,14 @@ class Backend:
 
     # ------------------------------------------------------------------ report / demo
 
+    @classmethod
+    def demo(cls) -> Any:
+        """The backend's ``demo`` module for ``qconsole demo``: QUEUES, PLANS, make_root(path),
+        seed_fixture(root, now), publish_options(rng), take(root, queue, timeout) -> ack | None."""
+        import importlib
+
+        return importlib.import_module(f"{__package__}.{cls.kind}.demo")
+
     def reopen_spec(self) -> dict[str, Any]:
         """Plain, picklable data that :func:`qconsole.backends.reopen` turns back into this
         backend on a Spark executor (no credentials in clear where avoidable)."""

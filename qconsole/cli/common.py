@@ -53,6 +53,8 @@ QueueArg = Annotated[str, typer.Argument(help="Queue name (a plain name: no '/' 
 
 def fail(message: str, code: int = ExitCode.ERROR) -> "typer.Exit":
     """Print one line on stderr and return the Exit to raise."""
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K")  # over a bulk change's progress line, if one is drawn
     sys.stderr.write(f"qconsole: {escape_controls(message, keep_newlines=False)}\n")
     sys.stderr.flush()
     return typer.Exit(code)
