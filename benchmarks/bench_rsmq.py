@@ -132,13 +132,31 @@ def longest_block_us(r) -> tuple[int, str]:
     return int(top["duration"]), _name(top["command"])[:60]
 
 
-def median_time(fn, rounds: int) -> float:
-    fn()  # warm up
+SERVER_PID = 0
+
+
+def server_cpu_s() -> float:
+    """CPU seconds the redis-server process has used (user + system): unlike wall times, not
+    inflated when a busy machine preempts the server."""
+    with open(f"/proc/{SERVER_PID}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+CPU: dict[str, tuple[float, float]] = {}
+
+
+def median_time(fn, rounds: int, name: str = "", warm: bool = True) -> float:
+    """Median wall time of ``fn``; the mean server and client CPU per call go to CPU[name]."""
+    if warm:
+        fn()
     times = []
+    s0, c0 = server_cpu_s(), time.process_time()
     for _ in range(rounds):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
+    CPU[name] = ((server_cpu_s() - s0) / rounds, (time.process_time() - c0) / rounds)
     return statistics.median(times)
 
 
@@ -157,9 +175,11 @@ def main() -> int:
         return 2
     work = tempfile.mkdtemp(prefix="bench-rsmq-")
     port = free_port()
+    global SERVER_PID
     proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                              "--dir", work, "--slowlog-log-slower-than", "200", "--slowlog-max-len", "100000"],
                             stdout=subprocess.DEVNULL)
+    SERVER_PID = proc.pid
     try:
         r = redis.Redis(port=port, protocol=2)
         for _ in range(100):
@@ -179,7 +199,8 @@ def main() -> int:
 
         slowlog_reset(r)
         scan_holder = {}
-        results["qconsole scan()"] = median_time(lambda: scan_holder.update(s=backend.scan()), args.rounds)
+        results["qconsole scan()"] = median_time(lambda: scan_holder.update(s=backend.scan()), args.rounds,
+                                                "qconsole scan()")
         results["qconsole scan()"] = (results["qconsole scan()"], *blocks(r))
         scan = scan_holder["s"]
         totals = scan.totals()
@@ -189,11 +210,13 @@ def main() -> int:
         node_script = os.path.join(HERE, "bench_rsmq_attrs.js")
         if shutil.which("node") and os.path.isdir(os.path.join(HERE, "..", "tests", "node", "node_modules", "rsmq")):
             slowlog_reset(r)
+            s0 = server_cpu_s()
             out = subprocess.run(["node", node_script, json.dumps({"host": "127.0.0.1", "port": port, "ns": ns}),
                                   json.dumps(names), str(args.rounds)], capture_output=True, text=True, timeout=600)
             if out.returncode == 0:
                 doc = json.loads(out.stdout.splitlines()[0])
                 results["rsmq getQueueAttributes (Node)"] = (doc["median_s"], *blocks(r))
+                CPU["rsmq getQueueAttributes (Node)"] = ((server_cpu_s() - s0) / (args.rounds + 1), float("nan"))
                 print(f"rsmq getQueueAttributes: msgs {doc['msgs']:,}, hiddenmsgs {doc['hiddenmsgs']:,} "
                       "(no ready/expired/in-flight/delayed split)")
             else:
@@ -213,7 +236,8 @@ def main() -> int:
                     pipe.execute()
 
         slowlog_reset(r)
-        results["naive per-message (pipelined)"] = (median_time(naive_per_message, max(1, args.rounds // 2)),
+        results["naive per-message (pipelined)"] = (median_time(naive_per_message, 1, "naive per-message (pipelined)",
+                                                               warm=False),
                                                    *blocks(r))
 
         def naive_one_command() -> None:
@@ -222,7 +246,8 @@ def main() -> int:
                 r.hgetall(f"{ns}:{name}:Q")
 
         slowlog_reset(r)
-        results["naive ZRANGE 0 -1 + HGETALL"] = (median_time(naive_one_command, 1), *blocks(r))
+        results["naive ZRANGE 0 -1 + HGETALL"] = (median_time(naive_one_command, 1, "naive ZRANGE 0 -1 + HGETALL",
+                                                             warm=False), *blocks(r))
 
         base = results["qconsole scan()"][0]
         print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (SLOWLOG durations are wall time)")
@@ -230,6 +255,9 @@ def main() -> int:
         for name, (secs, block, cmd, mean, mean_cmd) in results.items():
             print(f"{name:32} {secs * 1000:9.1f}ms {secs / base:10.2f}x {block / 1000:11.2f}ms {mean / 1000:13.3f}ms"
                   f"  longest: {cmd[:40]}; costliest per call: {mean_cmd}")
+        print(f"\n{'method':32} {'server CPU per refresh':>22} {'client CPU per refresh':>22}")
+        for name, (server, client) in CPU.items():
+            print(f"{name:32} {server * 1000:20.0f}ms {client * 1000:20.0f}ms")
         backend.close()
     finally:
         proc.terminate()
