@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ..backends.base import SETTINGS, Backend, Unsupported, find_message
+from ..backends.base import DELETE_QUEUE, SETTINGS, Backend, Unsupported, find_message
 from ..errors import MessageNotFoundError, QConsoleError, SettingsError
 from ..model import Message, QueueScan
 from ..states import DELAYED, EXPIRED, INFLIGHT, READY
@@ -237,6 +237,23 @@ class Operations:
             return OpResult("create", queue, done=[queue])
 
         return self._run("create", queue, body, layout=self.root.kind, made_root=made_root)
+
+    def delete_queue(self, queue: str, *, force: bool = False) -> OpResult:
+        """Remove a queue as its clients do; one that still holds messages only with ``force``
+        (its messages are then gone for good: a trash batch could not be restored into it)."""
+        self._guard("delete-queue")
+        if not self.root.can(DELETE_QUEUE):
+            raise Unsupported(f"{self.root.title}: deleting queues is not supported")
+        scan = self.root.scan_queue(queue)
+        if scan.total and not force:
+            raise OperationError(f"{queue!r} still holds {scan.total} message(s): purge it first "
+                                 "(undoable), or --force to delete them with the queue")
+
+        def body() -> OpResult:
+            self.root.delete_queue(queue)
+            return OpResult("delete-queue", queue, done=[queue])
+
+        return self._run("delete-queue", queue, body, messages=scan.total, force=force)
 
     # ------------------------------------------------------------------ trash
 

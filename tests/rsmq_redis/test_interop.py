@@ -304,3 +304,15 @@ def test_where_node_and_pyrsmq_disagree(node, pyrsmq, url, r, ns):
     attrs = node.call("getQueueAttributes", qname="n")
     q = counts(url, "n")
     assert q["ready"] == 1 and attrs["msgs"] == 1 and attrs["hiddenmsgs"] in (0, 1)
+
+
+def test_delete_queue_command(node, url):
+    node.call("createQueue", qname="old")
+    node.call("sendMessage", qname="old", message="x")
+    out = qconsole("delete-queue", "old", "--yes", "--root", url, "--audit-log", "/dev/null")
+    assert out.returncode == 2 and "purge it first" in out.stderr and out.stderr.count("\n") == 1
+    out = qconsole("delete-queue", "old", "--yes", "--force", "--root", url, "--audit-log", "/dev/null")
+    assert out.returncode == 0, out.stderr
+    assert "old" not in node.call("listQueues")
+    out = qconsole("delete-queue", "old", "--yes", "--root", url, "--read-only")
+    assert out.returncode == 2 and "read-only" in out.stderr
