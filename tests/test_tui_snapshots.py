@@ -17,7 +17,7 @@ pytest.importorskip("pytest_textual_snapshot")
 
 from qconsole.demo import FIXED_NOW, build_fixture  # noqa: E402
 from qconsole.backends import open_target as Root  # noqa: E402
-from screens.shots import settle  # noqa: E402  (the same wait the screenshot script uses)
+from qconsole.screens.shots import settle  # noqa: E402  (the same wait the screenshot script uses)
 
 #: a fixed path, because the header shows the root
 BASE = "/tmp/qconsole-tui-snapshots"
@@ -29,7 +29,7 @@ def snap_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     time.tzset()
     shutil.rmtree(BASE, ignore_errors=True)
     droot, vroot = build_fixture(BASE)
-    from screens.app import QConsoleApp
+    from qconsole.screens.app import QConsoleApp
 
     yield QConsoleApp([Root(droot), Root(vroot)], interval=0, live_countdown=False,
                       clock=lambda: FIXED_NOW, timer=lambda: 0.0, audit_log=os.devnull)

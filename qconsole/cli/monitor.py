@@ -151,13 +151,18 @@ def ls_(
     queue: QueueArg,
     state: Annotated[Optional[str], typer.Option("--state", "-s", help=f"Only this state ({', '.join(STATES[:4])}).")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=1, help="At most N messages.")] = None,
+    grep: Annotated[Optional[str], typer.Option("--grep", "-g", help="Only messages whose id, state or payload text contains TEXT (case-insensitive; reads payloads).", show_default=False)] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only messages created within this long (e.g. 30m, 2h).", show_default=False)] = None,
+    older_than: Annotated[Optional[str], typer.Option("--older-than", help="Only messages created at least this long ago (e.g. 1h, 7d).", show_default=False)] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON document.")] = False,
     root_opt: RootOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
 ) -> None:
-    """Messages of a queue: ready ones in the order the real consumer takes them, then in-flight by deadline."""
+    """Messages of a queue: ready ones in the order the real consumer takes them, then in-flight by deadline.
+
+    --grep, --since and --older-than find messages the way the console's `/` search does."""
     from ..output.stats_json import iso_utc
 
     if state is not None and state not in STATES:
@@ -165,6 +170,27 @@ def ls_(
     handle = open_target(pick_root(None, root_opt), layout)
     scan = handle.scan_queue(queue, collect=True)
     msgs = [m for m in scan.messages or () if state is None or m.state == state]
+    if since is not None or older_than is not None:
+        from ..ops.operations import parse_duration
+        from ..search import age_filter
+
+        try:
+            keep = age_filter(scan.scanned_at, None if since is None else parse_duration(since),
+                              None if older_than is None else parse_duration(older_than))
+        except QConsoleError as err:
+            raise fail(str(err)) from None
+        msgs = [m for m in msgs if keep(m)]
+    if grep is not None:
+        from ..search import message_matches
+
+        needle = grep.lower()
+        found: list = []
+        for m in msgs:  # stops reading once --limit messages matched
+            if message_matches(handle, m, needle):
+                found.append(m)
+                if limit and len(found) >= limit:
+                    break
+        msgs = found
     shown = msgs[:limit] if limit else msgs
     sizes = _sizes(handle.queue_path(queue), [m.relpath for m in shown])
     now = scan.scanned_at
