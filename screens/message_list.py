@@ -174,7 +174,9 @@ class MessageList(ScrollView, can_focus=True):
         self.redeliveries = redeliveries
         #: message id -> payload details (filled by the screen's worker, for rows that were drawn)
         self.details: dict[str, Details] = {}
+        #: ids whose details were asked for (read or being read): each is read once
         self._asked: set[str] = set()
+        self._ask_pending = False
         self._id_w = ID_MAX
         #: the id the cursor was on when it vanished in the last update (the screen says so)
         self.lost: str | None = None
@@ -342,8 +344,8 @@ class MessageList(ScrollView, can_focus=True):
         segments.append(Segment(f"{left:>{EXP_W}}", row_style + COUNTDOWN_STYLE[level] if left else row_style))
         if cols.wants_details:
             det = self.details.get(msg.id)
-            if det is None and msg.id not in self._asked:
-                self._asked.add(msg.id)
+            if det is None and not self._ask_pending:
+                self._ask_pending = True  # one request per refresh, for every row on screen
                 self.call_after_refresh(self._ask_details)
             if cols.rd:
                 rd = "" if det is None or det.redeliveries is None else str(det.redeliveries)
@@ -360,9 +362,11 @@ class MessageList(ScrollView, can_focus=True):
 
     def _ask_details(self) -> None:
         """Ask the screen for the payload details of the rows on screen not yet cached."""
+        self._ask_pending = False
         top = round(self.scroll_offset.y)
         height = self.scrollable_content_region.height
-        wanted = [m for m in self.messages[top : top + height] if m.id not in self.details]
+        wanted = [m for m in self.messages[top : top + height] if m.id not in self.details and m.id not in self._asked]
+        self._asked.update(m.id for m in wanted)
         if wanted:
             self.post_message(self.NeedDetails(wanted))
 

@@ -43,6 +43,9 @@ def payload_renderable(payload: Payload) -> RenderableType:
     parts: list[RenderableType] = []
     if payload.error:
         parts.append(_line(safe_text(f"warning: {payload.error}", style="yellow")))
+    if payload.truncated:  # said first: the end of a capped payload is far below
+        parts.append(_line(Text(f"showing {humanize.size(len(payload.body))} of {humanize.size(payload.size)}"
+                                "  (a: the whole payload, s: save it)", style="bold yellow")))
     body = payload.pretty()
     if payload.kind == JSON:
         parts.append(Syntax(escape_controls(body), "json", theme="ansi_dark", word_wrap=True,
@@ -50,8 +53,7 @@ def payload_renderable(payload: Payload) -> RenderableType:
     else:
         parts.append(_line(safe_text(body)))
     if payload.truncated:
-        parts.append(_line(Text(f"… showing {humanize.size(len(payload.body))} of {humanize.size(payload.size)}"
-                                "  (a: the whole payload, s: save it)", style="dim")))
+        parts.append(_line(Text("… (cut here)", style="dim")))
     return Group(*parts)
 
 

@@ -32,18 +32,19 @@ ID_RATE_LIMIT = 20_000
 #: a queue whose oldest message is this far in the future points at a producer's clock
 SKEW_S = 5.0
 
-QUEUE_WIDTH = 12
+#: the queue column: a mark ("!": errors or warnings) and the name
+QUEUE_WIDTH = 13
 #: between status fields: visible, so fields never read as one word
 SEP = " · "
 #: backlog samples shown: with the other columns this fits 80 columns
 SPARK_WIDTH = 7
 
 #: (key, label, width): fixed widths, so the table fits 80 columns whatever the values
-#: (11 columns × 2 cells of padding + 58 = 80 with the mark column)
+#: (10 columns × 2 cells of padding + 59 = 79: a vertical scrollbar still fits in 80)
 COLUMNS = [
-    ("mark", "", 1), ("queue", "queue", QUEUE_WIDTH), ("ready", "ready", 6), ("inflight", "infl", 5),
+    ("queue", "queue", QUEUE_WIDTH), ("ready", "ready", 6), ("inflight", "infl", 5),
     ("expired", "exp", 4), ("other", "wr", 3), ("oldest", "oldest", 6), ("next", "next", 6),
-    ("in", "in/s", 4), ("out", "out/s", 4), ("backlog", "backlog", SPARK_WIDTH),
+    ("in", "in/s", 4), ("out", "out/s", 5), ("backlog", "backlog", SPARK_WIDTH),
 ]
 
 #: root screen orders: (key, label)
@@ -279,8 +280,7 @@ class RootScreen(Screen[None]):
         other = sum(n for s, n in c.items() if s not in (READY, INFLIGHT, EXPIRED, "foreign"))
         oldest = Text(humanize.duration(scan.oldest_ready_age(now)), justify="right", style=LEVEL_STYLE[lv["oldest"]])
         return [
-            mark,
-            safe_text(scan.name, style="bold", keep_newlines=False),
+            Text.assemble(mark, safe_text(scan.name, style="bold", keep_newlines=False)),
             num(c.get(READY, 0), "", lv["ready"]),
             num(c.get(INFLIGHT, 0), "green"),
             num(c.get(EXPIRED, 0), "red", lv["expired"]),

@@ -110,9 +110,9 @@ async def test_unreadable_queue_shows_error_in_its_row(roots: tuple[str, str], m
         await settle(pilot)
         table = app.screen.query_one("DataTable")
         row = table.get_row("0:ingest")
-        assert row[0].plain == "!"  # marked; the error itself is in the notes line, whole
-        assert row[2].plain == "?"
-        assert table.get_row("0:orders")[2].plain == "12"
+        assert row[0].plain == "!ingest"  # marked; the error itself is in the notes line, whole
+        assert row[1].plain == "?"
+        assert table.get_row("0:orders")[1].plain == "12"
         table.move_cursor(row=table.get_row_index("0:ingest"))
         await pilot.pause()
         notes = rendered(app.screen.query_one("#rnotes").render())
