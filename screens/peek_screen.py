@@ -24,7 +24,7 @@ from qconsole.errors import QConsoleError
 from qconsole.model import Message
 from qconsole.output import humanize
 from qconsole.output.peek_view import metadata, save_payload
-from qconsole.payload import DEFAULT_CAP, JSON, MAX_PARSE, Payload
+from qconsole.payload import BINARY, DEFAULT_CAP, JSON, MAX_PARSE, Payload, hexdump
 from qconsole.safetext import escape_controls, safe_name, safe_text
 
 from .dialogs import AskTextScreen
@@ -38,15 +38,18 @@ def _line(text: Text) -> Text:
     return text
 
 
-def payload_renderable(payload: Payload) -> RenderableType:
-    """Pretty JSON (highlighted), text, or a hex dump; controls visible, markup inert."""
+def payload_renderable(payload: Payload, width: int = 80) -> RenderableType:
+    """Pretty JSON (highlighted), text, or a hex dump; controls visible, markup inert.
+
+    A hex dump shows 8 bytes a row when 16 (77 columns) would wrap in ``width``.
+    """
     parts: list[RenderableType] = []
     if payload.error:
         parts.append(_line(safe_text(f"warning: {payload.error}", style="yellow")))
     if payload.truncated:  # said first: the end of a capped payload is far below
         parts.append(_line(Text(f"showing {humanize.size(len(payload.body))} of {humanize.size(payload.size)}"
                                 "  (a: the whole payload, s: save it)", style="bold yellow")))
-    body = payload.pretty()
+    body = hexdump(payload.body, 16 if width >= 77 else 8) if payload.kind == BINARY else payload.pretty()
     if payload.kind == JSON:
         parts.append(Syntax(escape_controls(body), "json", theme="ansi_dark", word_wrap=True,
                             background_color="default"))
@@ -76,9 +79,9 @@ class PeekScreen(Screen[None]):
     BINDINGS = [
         Binding("escape,q,v", "back", "Back", id="peek.back"),
         Binding("n,right_square_bracket", "step(1)", "Next", id="peek.next"),
-        Binding("b,left_square_bracket", "step(-1)", "Previous", id="peek.prev"),
-        Binding("w", "wide", "Wide/narrow", id="peek.wide"),
-        Binding("a", "whole", "Whole payload", id="peek.whole"),
+        Binding("b,left_square_bracket", "step(-1)", "Prev", id="peek.prev"),
+        Binding("w", "wide", "Wide", id="peek.wide"),
+        Binding("a", "whole", "Whole", id="peek.whole"),
         Binding("s", "save", "Save", id="peek.save"),
     ]
 
@@ -151,7 +154,8 @@ class PeekScreen(Screen[None]):
             return
         self.payload = event.payload
         self.query_one("#meta", Static).update(metadata_renderable(self.msg, event.payload, now))
-        self.query_one("#body", Static).update(payload_renderable(event.payload))
+        width = self.query_one("#peek-body").scrollable_content_region.width
+        self.query_one("#body", Static).update(payload_renderable(event.payload, width))
         self.query_one("#peek-body", VerticalScroll).scroll_home(animate=False)
 
     def action_back(self) -> None:
@@ -167,10 +171,16 @@ class PeekScreen(Screen[None]):
         self.query_one("#body", Static).update(Text("reading…", style="dim"))
         self.load()
 
+    def on_resize(self) -> None:
+        if self.payload is not None:  # the hex dump's row width follows the pane's
+            width = self.query_one("#peek-body").scrollable_content_region.width
+            self.query_one("#body", Static).update(payload_renderable(self.payload, width))
+
     def action_wide(self) -> None:
         wide = not getattr(self.app, "peek_wide", False)
         self.app.peek_wide = wide  # type: ignore[attr-defined]
         self.query_one("#peek-meta").set_class(wide, "hidden")
+        self.call_after_refresh(self.on_resize)
 
     def action_whole(self) -> None:
         """Read again without the display cap (up to the parse limit)."""

@@ -18,8 +18,9 @@ from qconsole.safetext import safe_name
 from .dialogs import ConfirmScreen
 from .services import services
 
-#: ids named per batch in the "holds" column
+#: ids named per batch in the "holds" column, cut to its width (the table never scrolls sideways)
 SHOWN_IDS = 2
+HOLDS_W = 24
 
 
 class TrashScreen(Screen[None]):
@@ -51,7 +52,7 @@ class TrashScreen(Screen[None]):
         yield Static(Text.assemble(("trash of ", "dim"), (safe_name(self.qroot.target), "bold")), id="ttitle")
         table: DataTable[Text | str] = DataTable(cursor_type="row", id="batches")
         for key, label, width in (("when", "when", 19), ("action", "action", 6), ("queue", "queue", 12),
-                                  ("count", "msgs", 5), ("holds", "holds", None)):
+                                  ("count", "msgs", 5), ("holds", "holds", HOLDS_W)):
             table.add_column(label, key=key, width=width)
         yield table
         yield Static(Text("listing…", style="dim"), id="tstatus")
@@ -81,8 +82,10 @@ class TrashScreen(Screen[None]):
         self.batches = sorted(event.batches, key=lambda b: b.created_at, reverse=True)
         for b in self.batches:
             held = ", ".join(safe_name(i) for i in b.ids[:SHOWN_IDS])
-            if len(b.ids) > SHOWN_IDS:
-                held += f" +{len(b.ids) - SHOWN_IDS}"
+            more = f" +{len(b.ids) - SHOWN_IDS}" if len(b.ids) > SHOWN_IDS else ""
+            if len(held) + len(more) > HOLDS_W:
+                held = held[: HOLDS_W - len(more) - 1] + "…"
+            held += more
             table.add_row(humanize.clock(b.created_at), b.action, safe_name(b.queue or "-"),
                           Text(str(b.count), justify="right"), held, key=b.batch)
         status = self.query_one("#tstatus", Static)
