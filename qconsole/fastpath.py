@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from .errors import QConsoleError
+from .errors import QConsoleError, error_line
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -20,11 +20,6 @@ if TYPE_CHECKING:
 
 MACHINE_FORMATS = ("json", "prometheus")
 FORMATS = (*MACHINE_FORMATS, "table")
-
-
-def pick_root(positional: str | None, option: str | None) -> str | None:
-    """A positional ROOT wins over --root, which falls back to $QCONSOLE_ROOT."""
-    return positional or option or os.environ.get("QCONSOLE_ROOT") or None
 
 
 def render_machine(scan: Any, fmt: str, *, pretty: bool) -> str:
@@ -98,21 +93,17 @@ def fast_stats(argv: list[str]) -> int | None:
     opts = _parse(argv)
     if opts is None:
         return None
-    from .backends import open_target
+    from .backends import open_target, pick_root
 
     try:
         handle = open_target(pick_root(opts["root"], opts["root_opt"]), opts["layout"])
         scan = handle.scan(opts["queues"] or None, check_types=opts["check_types"], jobs=opts["jobs"])
         write_stats(scan, opts["fmt"], pretty=True)
-    except QConsoleError as err:
-        return _fail(str(err), err.exit_code)
-    except PermissionError as err:
-        return _fail(f"permission denied: {err.filename or err}")
-    except BrokenPipeError:
+    except BrokenPipeError:  # `qconsole stats | head` (an OSError: must come first)
         os._exit(0)
-    except OSError as err:
-        where = f"{err.filename}: " if err.filename else ""
-        return _fail(f"{where}{err.strerror or err}")
+    except (QConsoleError, OSError) as err:
+        line, code = error_line(err)  # type: ignore[misc]
+        return _fail(line, code)
     return 0
 
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..errors import ExitCode
 from ..safetext import escape_controls, safe_name
 from ..backends import open_target
 from .app import app
@@ -50,7 +51,7 @@ def _confirm(question: str, yes: bool) -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise fail("refusing without a terminal to confirm: add --yes")
     if not typer.confirm(question, default=False):
-        raise fail("cancelled", 1)
+        raise fail("cancelled", ExitCode.CANCELLED)
 
 
 def _publish_options(func: Any) -> Any:
@@ -273,15 +274,12 @@ def create(
 
     With an explicit --layout, a root that does not exist yet is made too, as the clients'
     own constructors (ddmq.broker(create=True), vsqs QueueManager.get_queue) would."""
-    from ..backends import KINDS
-    from ..backends.fs.root import validate_queue_name
+    from ..ops import create_queue_in
 
-    root_path = pick_root(None, root_opt)
-    validate_queue_name(queue)  # before anything is made
-    if root_path and layout in KINDS and not read_only and not os.path.lexists(root_path):
-        os.makedirs(root_path)
-    ops = _ops(root_opt, layout, read_only, audit_log, refuse="create")
-    _report(ops, ops.create_queue(queue))
+    if read_only:
+        _ops(root_opt, layout, read_only, audit_log, refuse="create")
+    ops, result = create_queue_in(pick_root(None, root_opt), layout, queue, audit_log=audit_log)
+    _report(ops, result)
 
 
 @app.command()
@@ -302,7 +300,7 @@ def recover(
     for line in rep.problems:
         _say(f"  problem: {line}")
     if rep.problems:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.PROBLEMS)
 
 
 trash_app = typer.Typer(help="Deleted and purged messages: list, restore, empty.", no_args_is_help=True,

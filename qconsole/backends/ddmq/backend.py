@@ -27,6 +27,7 @@ class DdmqBackend(FileBackend):
     kind = "ddmq"
     title = "ddmq"
     module = layout
+    short_id_chars = 12  # of 32 random hex digits: unique in practice
     capabilities = FileBackend.capabilities | {SETTINGS, PRIORITIES, WRITING, CREATE_QUEUE, REDELIVERY_COUNT}
     publish_options = (
         Option("priority", "int", "Priority (lower first; default from settings).", minimum=0, short="-p"),

@@ -77,6 +77,18 @@ class FileBackend(Backend):
     def validate_queue_name(self, name: str) -> str:
         return validate_queue_name(name)
 
+    @classmethod
+    def check_new_queue_name(cls, name: str) -> str:
+        return validate_queue_name(name)
+
+    @classmethod
+    def make_target(cls, target: str) -> bool:
+        path = os.path.abspath(target)
+        if os.path.lexists(path):
+            return False
+        os.makedirs(path)
+        return True
+
     def queue_names(self) -> tuple[list[str], list[str]]:
         try:
             return self.module.list_queue_names(self.path)
