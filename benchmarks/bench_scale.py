@@ -424,9 +424,19 @@ def _rate(n: int, secs: list[float]) -> float:
     return n / statistics.median(secs)
 
 
+#: only the bulk cases whose label contains one of these words (--ops); empty: all
+OPS: list[str] = []
+
+
+def _wanted(label: str) -> bool:
+    return not OPS or any(w in label for w in OPS)
+
+
 def bulk_case(label: str, n: int, reps: int, setup, ours: list[str], theirs: list[str], theirs_label: str,
-              check=None, env: dict | None = None) -> dict:
+              check=None, env: dict | None = None) -> dict | None:
     """Interleaved rounds: fresh tree, qconsole; fresh tree, the client's action."""
+    if not _wanted(label):
+        return None
     t_ours: list[float] = []
     t_theirs: list[float] = []
     for _ in range(reps):
@@ -455,9 +465,12 @@ def bench_bulk(args: argparse.Namespace) -> list[dict]:
     def qc(*argv: str) -> list[str]:
         return [QCONSOLE, *argv, "--root", root, *audit]
 
-    def left(layout: str, q: str, want: int) -> None:
-        from qconsole.backends import open_target
+    from qconsole.backends import backend_class, open_target
 
+    for kind in ("vsqs", "ddmq"):  # imported now: the checks must not pick up a half-edited checkout
+        backend_class(kind)
+
+    def left(layout: str, q: str, want: int) -> None:
         s = open_target(root, layout).scan_queue(q)
         assert s.counts["ready"] == want, (s.counts, want)
         assert s.counts["writing"] == 0, s.counts
@@ -501,11 +514,13 @@ def bench_bulk(args: argparse.Namespace) -> list[dict]:
         [sys.executable, "-c", CLIENT_VSQS_MOVE.format(src=os.path.join(root, "q"), dst=os.path.join(root, "dest"))],
         "vsqs receive+publish+delete", check=lambda: left("vsqs", "dest", move_n), env=env))
     shutil.rmtree(root, ignore_errors=True)
-    return out
+    return [r for r in out if r]
 
 
-def _restore_case(base: str, root: str, layout: str, builder, n: int, reps: int, qc, env) -> dict:
+def _restore_case(base: str, root: str, layout: str, builder, n: int, reps: int, qc, env) -> dict | None:
     """trash restore of a purged queue vs a bare rename loop over the same trashed files."""
+    if not _wanted(f"{layout} trash restore"):
+        return None
     t_ours: list[float] = []
     t_theirs: list[float] = []
     for _ in range(reps):
@@ -545,10 +560,12 @@ def main() -> None:
                     help="move size (the VSQS client lists the destination per publish: O(n^2))")
     ap.add_argument("--json", help="write every figure to this file")
     ap.add_argument("--qconsole", help="the qconsole console script to time (default: this venv's)")
+    ap.add_argument("--ops", default="", help="only bulk cases whose label holds one of these comma-separated words")
     args = ap.parse_args()
     if args.qconsole:  # e.g. an older checkout's venv, for before/after figures
         global QCONSOLE
         QCONSOLE = args.qconsole
+    OPS.extend(w for w in args.ops.split(",") if w)
     if args.bulk_n is None:
         args.bulk_n = 5_000 if args.quick else 100_000
     if args.quick:
