@@ -61,6 +61,8 @@ sys.path.insert(0, TESTS)  # the PyYAML shim for ddmq (peers.py)
 
 BIN = os.path.dirname(sys.executable)
 QCONSOLE = os.path.join(BIN, "qconsole")
+#: another qconsole (e.g. an older checkout's) timed in the same rounds (--baseline)
+BASELINE: str | None = None
 
 #: share of messages per state (the rest is ready), as bench_stats.py
 INFLIGHT, EXPIRED, WRITING = 0.10, 0.05, 0.002
@@ -239,6 +241,8 @@ def count_commands(layout: str, root: str) -> dict[str, list[str]]:
         "client": [sys.executable, "-c", client],
         "stats": [QCONSOLE, "stats", "--json", root],
         "check": [QCONSOLE, "check", root],
+        **({"stats (baseline)": [BASELINE, "stats", "--json", root], "check (baseline)": [BASELINE, "check", root]}
+           if BASELINE else {}),
     }
 
 
@@ -271,7 +275,7 @@ def bench_counts(args: argparse.Namespace, layout: str, shape: str, cold: bool) 
     root = cached_tree(args.cache, layout, shape, sizes)
     cmds = count_commands(layout, root)
     reps = args.cold_reps if cold else args.reps
-    res = interleaved(cmds, reps, cold=cold, ok={"check": (0, 1, 2)})
+    res = interleaved(cmds, reps, cold=cold, ok={"check": (0, 1, 2), "check (baseline)": (0, 1, 2)})
     doc = json.loads(res["stats"][-1].out)
     total = doc["totals"]["total"] + doc["totals"]["foreign"]
     assert total == sum(sizes), (total, sum(sizes))
@@ -288,7 +292,9 @@ def print_counts(row: dict) -> None:
     print(f"[{row['layout']:4} {row['shape']:6} {row['cache']}] {row['messages']:>9,} msgs / {row['queues']:>4} queues:"
           f"  find {f:7.0f} ms ({row['find']['rss_mb']:4.0f} MB)  client {c:7.0f} ms ({row['client']['rss_mb']:4.0f} MB)",
           flush=True)
-    for k in ("stats", "check"):
+    for k in ("stats", "check", "stats (baseline)", "check (baseline)"):
+        if k not in row:
+            continue
         r = row[k]
         print(f"    qconsole {k:5} {r['ms']:7.0f} ms = {r['ms'] / f:5.2f}x find, {r['ms'] / c:5.2f}x client;"
               f" peak RSS {r['rss_mb']:5.0f} MB", flush=True)
@@ -560,12 +566,16 @@ def main() -> None:
                     help="move size (the VSQS client lists the destination per publish: O(n^2))")
     ap.add_argument("--json", help="write every figure to this file")
     ap.add_argument("--qconsole", help="the qconsole console script to time (default: this venv's)")
+    ap.add_argument("--baseline", help="another qconsole console script timed in the same rounds (before/after)")
     ap.add_argument("--ops", default="", help="only bulk cases whose label holds one of these comma-separated words")
     args = ap.parse_args()
     if args.qconsole:  # e.g. an older checkout's venv, for before/after figures
         global QCONSOLE
         QCONSOLE = args.qconsole
     OPS.extend(w for w in args.ops.split(",") if w)
+    if args.baseline:
+        global BASELINE
+        BASELINE = args.baseline
     if args.bulk_n is None:
         args.bulk_n = 5_000 if args.quick else 100_000
     if args.quick:
