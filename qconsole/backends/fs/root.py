@@ -176,6 +176,16 @@ class FileBackend(Backend):
         data, size = read_file_bytes(path, None if cap is None else cap + 1)
         return payload_from_bytes(data, size, cap)
 
+    def message_sizes(self, queue: str, msgs: Sequence[Message]) -> dict[str, int | None]:
+        qdir = self.require_queue(queue)
+        out: dict[str, int | None] = {}
+        for m in msgs:
+            try:
+                out[m.relpath] = os.lstat(os.path.join(qdir, m.relpath)).st_size
+            except OSError:
+                out[m.relpath] = None  # consumed or moved since the listing
+        return out
+
     # ------------------------------------------------------------------ changes shared by both layouts
 
     def remove(self, action: str, queue: str, msgs: Sequence[Message], *, use_trash: bool,
