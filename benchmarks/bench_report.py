@@ -27,7 +27,7 @@ import uuid
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from qconsole.report import inventory, summary  # noqa: E402
-from qconsole.scan import Root  # noqa: E402
+from qconsole.backends import open_target as Root  # noqa: E402
 
 
 def build_root(root: str, n: int) -> None:

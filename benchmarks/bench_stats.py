@@ -220,7 +220,7 @@ def bench(layout: str, root: str, total: int, reps: int) -> dict[str, float]:
         res["ddmq_inprocess"], n = _time_call(ddmq_listing, reps)
         assert n == total
     # qconsole's own scan in-process (one process), the like-for-like match for the line above
-    from qconsole.scan import Root
+    from qconsole.backends import open_target as Root
 
     res["qconsole_inprocess"], _scan = _time_call(lambda: Root(root).scan(), reps)
     return res

@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from qconsole.scan import Root  # noqa: E402
+from qconsole.backends import open_target as Root  # noqa: E402
 
 TARGET_PAINT_S = 0.5
 TARGET_TICK_S = 0.1

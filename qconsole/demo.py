@@ -19,8 +19,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .layouts import ddmq as ddmq_layout
-from .layouts.common import QC_TEMP_PREFIX
+from .backends.ddmq import layout as ddmq_layout
+from .backends.fs.listing import QC_TEMP_PREFIX
 
 #: a fixed instant (2024-05-01 12:00:00 UTC) for the fixture, snapshots and screenshots
 FIXED_NOW = 1714564800.0
@@ -167,10 +167,10 @@ class Simulation:
     def _ops(self, layout: str):  # noqa: ANN202
         try:
             from .ops import Operations
-            from .scan import Root
+            from .backends import open_target
         except ImportError:
             return None
-        return Operations(Root(self._root(layout)), audit_log=os.devnull, user_action_source="demo")
+        return Operations(open_target(self._root(layout)), audit_log=os.devnull, user_action_source="demo")
 
     # producers ---------------------------------------------------------------------------
     def _producer(self, layout: str, queue: str, rate: float, rng: random.Random) -> None:

@@ -23,3 +23,11 @@ class UnknownQueueError(QConsoleError):
 
 class MessageNotFoundError(QConsoleError):
     """No message with that id (it may have been consumed meanwhile)."""
+
+
+class SettingsError(QConsoleError):
+    """Settings that cannot be read or parsed, or a value that is not valid."""
+
+
+class OperationError(QConsoleError):
+    """An operation refused before it changed anything (bad input, no permission, ...)."""

@@ -98,10 +98,10 @@ def fast_stats(argv: list[str]) -> int | None:
     opts = _parse(argv)
     if opts is None:
         return None
-    from .scan import Root
+    from .backends import open_target
 
     try:
-        handle = Root(pick_root(opts["root"], opts["root_opt"]), opts["layout"])
+        handle = open_target(pick_root(opts["root"], opts["root_opt"]), opts["layout"])
         scan = handle.scan(opts["queues"] or None, check_types=opts["check_types"], jobs=opts["jobs"])
         write_stats(scan, opts["fmt"], pretty=True)
     except QConsoleError as err:

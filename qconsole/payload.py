@@ -1,21 +1,15 @@
 """Reading one message's content for peek and analysis: never changes any state.
 
-Opens with O_NOFOLLOW|O_NONBLOCK and checks for a regular file, so a symlink, FIFO or
-device named like a message can neither redirect the read nor block it.
+Store-neutral: a backend reads the bytes (safely: see its own module) and builds a
+:class:`Payload` with the functions here.
 """
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import stat
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import MessageNotFoundError, QConsoleError
-from .model import Message
-from .states import DDMQ
 
 #: peek shows at most this much of a payload unless asked for all of it
 DEFAULT_CAP = 64 * 1024
@@ -52,34 +46,6 @@ class Payload:
         return self.text()
 
 
-def read_file_bytes(path: str, limit: int | None) -> tuple[bytes, int]:
-    """Up to ``limit`` bytes (all when None) of a regular file, and its size."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise MessageNotFoundError(f"{os.path.basename(path)}: gone (consumed or moved meanwhile)") from None
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise QConsoleError(f"{os.path.basename(path)}: is a symlink, not followed") from None
-        raise QConsoleError(f"{os.path.basename(path)}: {err.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise QConsoleError(f"{os.path.basename(path)}: not a regular file")
-        want = st.st_size if limit is None else min(limit, st.st_size)
-        chunks = []
-        got = 0
-        while got < want:
-            chunk = os.read(fd, min(1 << 20, want - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks), st.st_size
-    finally:
-        os.close(fd)
-
-
 def classify(data: bytes) -> str:
     if b"\x00" in data[:8192]:
         return BINARY
@@ -109,21 +75,23 @@ def _from_body(body: bytes, cap: int | None) -> tuple[str, bytes, bool, Any]:
     return kind, shown, truncated, parsed
 
 
-def read_payload(queue_dir: str, msg: Message, cap: int | None = DEFAULT_CAP) -> Payload:
-    """The payload of ``msg`` (a file under ``queue_dir``), capped at ``cap`` bytes (None: all)."""
-    path = os.path.join(queue_dir, msg.relpath)
-    if msg.layout != DDMQ:
-        data, size = read_file_bytes(path, None if cap is None else cap + 1)
-        kind, shown, _t, parsed = _from_body(data, cap)
-        return Payload(kind, shown, size, size, size > len(shown), parsed=parsed)
+def payload_from_bytes(data: bytes, size: int, cap: int | None) -> Payload:
+    """A payload that is the whole file (``data`` read with one byte more than ``cap``)."""
+    kind, shown, _t, parsed = _from_body(data, cap)
+    return Payload(kind, shown, size, size, size > len(shown), parsed=parsed)
 
-    data, size = read_file_bytes(path, MAX_PARSE)
+
+def payload_from_document(data: bytes, size: int, cap: int | None) -> Payload:
+    """A ddmq-style JSON document whose ``message`` is the payload and the rest its fields.
+
+    A file that is not such a document (half-written, corrupt, too large to parse) is shown
+    as it is, with ``error`` saying why.
+    """
     try:
         doc = json.loads(data) if size <= MAX_PARSE else None
     except (ValueError, RecursionError):
         doc = None
     if not isinstance(doc, dict) or "message" not in doc:
-        # ddmq writes non-atomically: a half-written or foreign file is shown as it is
         kind, shown, _t, parsed = _from_body(data, cap)
         why = "file too large to parse" if size > MAX_PARSE else "not a complete ddmq JSON message (half-written or corrupt)"
         return Payload(kind, shown, size, size, size > len(shown), error=why, parsed=parsed)

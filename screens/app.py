@@ -13,7 +13,7 @@ from textual.screen import Screen
 
 from qconsole.errors import QConsoleError
 from qconsole.safetext import escape_controls, safe_name
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 
 Clock = Callable[[], float]
 

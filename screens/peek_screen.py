@@ -23,9 +23,9 @@ from qconsole.errors import QConsoleError
 from qconsole.model import Message
 from qconsole.output import humanize
 from qconsole.output.peek_view import metadata
-from qconsole.payload import DEFAULT_CAP, JSON, Payload, read_payload
+from qconsole.payload import DEFAULT_CAP, JSON, Payload
 from qconsole.safetext import escape_controls, safe_text
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 
 
 def payload_renderable(payload: Payload) -> RenderableType:
@@ -93,7 +93,7 @@ class PeekScreen(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="peek")
     def _read_worker(self) -> None:
         try:
-            payload = read_payload(self.qroot.queue_path(self.msg.queue), self.msg, DEFAULT_CAP)
+            payload = self.qroot.read_payload(self.msg, DEFAULT_CAP)
             self.post_message(self.Read(payload, None))
         except QConsoleError as err:
             self.post_message(self.Read(None, str(err)))

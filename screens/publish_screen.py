@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Static, TextArea
 
 from qconsole.safetext import safe_name, safe_text
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 from qconsole.states import DDMQ
 
 #: publishing more than this from a form is a mistake, not a test

@@ -15,7 +15,7 @@ from qconsole.errors import QConsoleError
 from qconsole.model import QueueScan
 from qconsole.output import humanize
 from qconsole.safetext import safe_name
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 from qconsole.states import EXPIRED, INFLIGHT
 
 from .message_list import HEADER, MessageList, shown_state

@@ -16,7 +16,7 @@ from qconsole.errors import QConsoleError
 from qconsole.model import QueueScan
 from qconsole.output import humanize
 from qconsole.safetext import safe_name, safe_text
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 
 from .rates import QueueHistory, rate_text
 

@@ -13,10 +13,10 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Static
 
-from qconsole import settings
+from qconsole.backends.ddmq import settings
 from qconsole.errors import QConsoleError
 from qconsole.safetext import safe_name, safe_text
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 from qconsole.states import DDMQ
 
 LEVELS = ("root", "queue")

@@ -12,7 +12,7 @@ import tempfile
 from typing import Any
 
 from qconsole.demo import FIXED_NOW, build_fixture
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 
 #: (file name, keys pressed from the root screen); the root shot rescans a few times so the
 #: backlog sparkline shows a history rather than one sample

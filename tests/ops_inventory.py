@@ -6,9 +6,9 @@ import json
 import os
 from collections import Counter
 
-from qconsole.layouts import ddmq as ddmq_layout
-from qconsole.layouts import vsqs as vsqs_layout
-from qconsole.layouts.common import QC_TEMP_PREFIX
+from qconsole.backends.ddmq import layout as ddmq_layout
+from qconsole.backends.vsqs import layout as vsqs_layout
+from qconsole.backends.fs.listing import QC_TEMP_PREFIX
 
 
 def _read(path: str) -> bytes:

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from qconsole.cli import app, register_all
-from qconsole.scan import Root
-from qconsole.settings import SettingsError, effective, load_config
+from qconsole.backends import open_target as Root
+from qconsole.backends.ddmq.settings import SettingsError, effective, load_config
 
 register_all()
 runner = CliRunner()

@@ -189,7 +189,7 @@ def test_permission_denied_is_one_line(droot):
 
 def test_permission_denied_simulated_is_one_line(droot, monkeypatch):
     """As root the bits above are ignored: simulate EACCES on create (a sticky/group dir)."""
-    from qconsole.ops import fsatomic
+    from qconsole.backends.fs import atomic as fsatomic
 
     def denied(path, gid=None):
         raise PermissionError(13, "Permission denied", path)

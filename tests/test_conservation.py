@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from qconsole.layouts.common import QC_TEMP_PREFIX
+from qconsole.backends.fs.listing import QC_TEMP_PREFIX
 from qconsole.ops import Operations
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 
 HERE = os.path.dirname(__file__)
 WORKER = os.path.join(HERE, "ops_vsqs_worker.py")

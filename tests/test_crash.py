@@ -16,7 +16,7 @@ import pytest
 from ops_inventory import inventory
 from peers import ddmq_broker, vsqs_manager
 from qconsole.ops import Operations
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 
 #: counted by the tests, printed in the summary (pytest -s) and asserted non-trivial
 STATS: dict[str, int] = {}

@@ -18,7 +18,7 @@ def _loaded_after(code: str) -> set[str]:
 
 
 def test_import_core_and_cli():
-    assert _loaded_after("import qconsole, qconsole.cli, qconsole.scan, qconsole.payload, qconsole.settings") == set()
+    assert _loaded_after("import qconsole, qconsole.cli, qconsole.backends, qconsole.backends.fs.root, qconsole.payload, qconsole.backends.ddmq.settings") == set()
 
 
 def test_stats_json_run_via_main(tmp_path):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import time
 
-from qconsole.scan import Root, next_message
+from qconsole.backends import open_target as Root
+from qconsole.backends.base import next_message
 from qconsole.states import EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 
 

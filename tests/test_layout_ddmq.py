@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from qconsole.layouts import ddmq
-from qconsole.layouts.common import QC_TEMP_PREFIX
+from qconsole.backends.ddmq import layout as ddmq
+from qconsole.backends.fs.listing import QC_TEMP_PREFIX
 from qconsole.states import EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 from qconsole.timeunits import ddmq_created
 

@@ -10,7 +10,7 @@ import pytest
 
 from peers import ddmq_broker, ddmq_module, vsqs_manager
 from qconsole.ops import Operations
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 
 
 def _ops(root: str) -> Operations:

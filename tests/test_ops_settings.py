@@ -16,9 +16,10 @@ from typer.testing import CliRunner
 from peers import ddmq_broker
 from qconsole.cli import app
 from qconsole.ops import Operations, ReadOnlyError
-from qconsole.ops import audit, settings_write
-from qconsole.scan import Root
-from qconsole.settings import SettingsError
+from qconsole.ops import audit
+from qconsole.backends.ddmq import settings_write
+from qconsole.backends import open_target as Root
+from qconsole.backends.ddmq.settings import SettingsError
 
 runner = CliRunner()
 

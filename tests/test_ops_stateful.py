@@ -45,10 +45,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from ops_inventory import inventory
 from peers import ddmq_broker, vsqs_manager
-from qconsole.layouts.common import QC_TEMP_PREFIX
+from qconsole.backends.fs.listing import QC_TEMP_PREFIX
 from qconsole.ops import Operations
-from qconsole.ops.trash import trash_dir
-from qconsole.scan import Root
+from qconsole.backends.fs.trash import trash_dir
+from qconsole.backends import open_target as Root
 from qconsole.states import EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 
 QUEUES = ("a", "b")

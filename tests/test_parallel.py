@@ -10,9 +10,9 @@ import textwrap
 
 import pytest
 
-from qconsole import parallel
+from qconsole.backends.fs import parallel
 from qconsole.model import QueueScan
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 
 QCONSOLE_BIN = os.path.join(os.path.dirname(sys.executable), "qconsole")
 
@@ -56,8 +56,8 @@ def test_forked_scan_equals_one_process_and_a_failed_child_is_rescanned(tmp_path
     root = _vsqs_root(tmp_path, [30, 7, 12, 0, 3])
     code = textwrap.dedent(f"""
         import json, os
-        from qconsole import parallel
-        from qconsole.scan import Root
+        from qconsole.backends.fs import parallel
+        from qconsole.backends import open_target as Root
         r = Root({root!r})
         def doc(s):
             return [[q.name, q.counts, q.errors, q.oldest_ready_created, q.next_deadline] for q in s.queues]

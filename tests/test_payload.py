@@ -4,22 +4,38 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 
 import pytest
 
 from qconsole.errors import MessageNotFoundError, QConsoleError
 from qconsole.model import Message
-from qconsole.payload import BINARY, JSON, TEXT, classify, hexdump, read_payload
+from qconsole.backends import backend_class
+from qconsole.payload import BINARY, DEFAULT_CAP, JSON, TEXT, classify, hexdump
+
+
+def _q(tmp_path):
+    """Queue ``q`` of a root at tmp_path that both layouts accept (ddmq.yaml and work/)."""
+    q = tmp_path / "q"
+    (q / "work").mkdir(parents=True, exist_ok=True)
+    (q / "ddmq.yaml").touch()
+    return q
+
+
+def read_payload(root, msg, cap=DEFAULT_CAP):
+    """The payload through the message's backend, as peek reads it."""
+    _q(pathlib.Path(root))
+    return backend_class(msg.layout)(root).read_payload(msg, cap)
 
 
 def _vsqs(tmp_path, data: bytes, name="1700000000000000"):
-    (tmp_path / name).write_bytes(data)
+    (_q(tmp_path) / name).write_bytes(data)
     return Message("q", "vsqs", name, "ready", name)
 
 
 def _ddmq(tmp_path, doc, raw: bytes | None = None):
     name = "9.17000000001.ddmq" + "a" * 32
-    (tmp_path / name).write_bytes(raw if raw is not None else json.dumps(doc).encode())
+    (_q(tmp_path) / name).write_bytes(raw if raw is not None else json.dumps(doc).encode())
     return Message("q", "ddmq", "a" * 32, "ready", name, 9, "9")
 
 
@@ -61,11 +77,11 @@ def test_ddmq_corrupt_files_are_shown_with_an_error(tmp_path, raw):
 
 
 def test_symlinks_fifos_and_vanished_files(tmp_path):
-    (tmp_path / "secret").write_text("s")
-    os.symlink(tmp_path / "secret", tmp_path / "1700000000000001")
+    (_q(tmp_path) / "secret").write_text("s")
+    os.symlink(_q(tmp_path) / "secret", _q(tmp_path) / "1700000000000001")
     with pytest.raises(QConsoleError, match="symlink"):
         read_payload(str(tmp_path), Message("q", "vsqs", "1", "ready", "1700000000000001"))
-    os.mkfifo(tmp_path / "1700000000000002")
+    os.mkfifo(_q(tmp_path) / "1700000000000002")
     with pytest.raises(QConsoleError, match="not a regular file"):
         read_payload(str(tmp_path), Message("q", "vsqs", "2", "ready", "1700000000000002"))
     with pytest.raises(MessageNotFoundError, match="gone"):

@@ -14,8 +14,9 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qconsole.layouts import ddmq, vsqs
-from qconsole.layouts.common import QC_TEMP_PREFIX
+from qconsole.backends.ddmq import layout as ddmq
+from qconsole.backends.vsqs import layout as vsqs
+from qconsole.backends.fs.listing import QC_TEMP_PREFIX
 
 NOW = 1_700_000_000.0
 

@@ -9,7 +9,9 @@ import os
 import pytest
 
 from qconsole.errors import MessageNotFoundError, QueueNameError, RootError, UnknownQueueError
-from qconsole.scan import Root, find_message, next_message, validate_queue_name
+from qconsole.backends import open_target as Root
+from qconsole.backends.base import find_message, next_message
+from qconsole.backends.fs.root import validate_queue_name
 
 QN = "1700000000123456"
 

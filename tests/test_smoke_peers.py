@@ -1,6 +1,6 @@
 """The peers fixture works: a message published by the real ddmq is counted by qconsole."""
 
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 
 
 def test_ddmq_peer_publish_is_counted(ddmq_root):

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from qconsole.demo import FIXED_NOW, build_fixture
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 from ops_inventory import tree
 
 pytest.importorskip("textual")

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from qconsole.cli import app
 from qconsole.demo import Simulation, build_fixture, make_ddmq_root, make_vsqs_root
 from qconsole.model import QueueScan
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 
 from screens.rates import QueueHistory, sparkline
 

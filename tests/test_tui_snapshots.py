@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("pytest_textual_snapshot")
 
 from qconsole.demo import FIXED_NOW, build_fixture  # noqa: E402
-from qconsole.scan import Root  # noqa: E402
+from qconsole.backends import open_target as Root  # noqa: E402
 from screens.shots import settle  # noqa: E402  (the same wait the screenshot script uses)
 
 #: a fixed path, because the header shows the root

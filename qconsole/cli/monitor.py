@@ -13,7 +13,8 @@ import typer
 
 from ..errors import QConsoleError
 from ..fastpath import fast_stats, write_stats  # noqa: F401 (fast_stats re-exported)
-from ..scan import Root
+from ..backends.base import Backend
+from ..backends import open_target
 from ..states import STATES
 from .app import app
 from .common import AuditLogOpt, CheckTypesOpt, JobsOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootArg, RootOpt, fail, guarded, pick_root
@@ -36,7 +37,7 @@ def _dump(doc: Any, pretty: bool) -> str:
 
 
 def _stats_once(
-    handle: Root, queue: list[str] | None, fmt: Format, *, pretty: bool, check_types: bool, jobs: int | None
+    handle: Backend, queue: list[str] | None, fmt: Format, *, pretty: bool, check_types: bool, jobs: int | None
 ) -> None:
     write_stats(handle.scan(queue, check_types=check_types, jobs=jobs), fmt.value, pretty=pretty)
 
@@ -58,7 +59,7 @@ def stats(
 ) -> None:
     """Counts by state for every queue: a table, JSON (schema qconsole.stats/1) or Prometheus text."""
     fmt = Format.json if json_ else fmt
-    handle = Root(pick_root(root, root_opt), layout)
+    handle = open_target(pick_root(root, root_opt), layout)
 
     def once() -> None:
         _stats_once(handle, queue, fmt, pretty=watch is None, check_types=check_types, jobs=jobs)
@@ -78,7 +79,7 @@ def stats(
         raise typer.Exit(0) from None
 
 
-def _watch_table(handle: Root, queue: list[str] | None, every: float, *, check_types: bool, jobs: int | None) -> None:
+def _watch_table(handle: Backend, queue: list[str] | None, every: float, *, check_types: bool, jobs: int | None) -> None:
     """On a terminal, ``stats --watch`` redraws one table in place (like watch(1)) until ctrl+c.
 
     Piped or redirected, it appends a table per scan instead, so a log keeps the history.
@@ -120,7 +121,7 @@ def check(
     from ..safetext import escape_controls
 
     try:
-        scan = Root(pick_root(root, root_opt), layout).scan(queue, check_types=check_types, jobs=jobs)
+        scan = open_target(pick_root(root, root_opt), layout).scan(queue, check_types=check_types, jobs=jobs)
         code, line = evaluate(scan, Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired))
     except Exception as err:  # a monitoring plugin answers UNKNOWN (3), never a traceback
         if isinstance(err, QConsoleError):
@@ -161,7 +162,7 @@ def ls_(
 
     if state is not None and state not in STATES:
         raise fail(f"unknown state {state!r}: use one of {', '.join(STATES)}")
-    handle = Root(pick_root(None, root_opt), layout)
+    handle = open_target(pick_root(None, root_opt), layout)
     scan = handle.scan_queue(queue, collect=True)
     msgs = [m for m in scan.messages or () if state is None or m.state == state]
     shown = msgs[:limit] if limit else msgs
@@ -172,7 +173,7 @@ def ls_(
             "schema": "qconsole.ls/1",
             "root": handle.path,
             "queue": queue,
-            "layout": handle.layout,
+            "layout": handle.kind,
             "generated_at": iso_utc(now),
             "count": len(msgs),
             "shown": len(shown),
@@ -208,7 +209,7 @@ def ls_(
 def _find(scan: Any, ident: str) -> Any:
     """find_message, then a unique id prefix (``ls`` shows ddmq ids shortened with '…')."""
     from ..errors import MessageNotFoundError
-    from ..scan import find_message
+    from ..backends.base import find_message
 
     try:
         return find_message(scan, ident)
@@ -236,13 +237,13 @@ def peek(
 ) -> None:
     """Show one message without changing its state: pretty JSON, text, or a hex dump for binary."""
     from ..output.peek_view import peek_document, render_peek
-    from ..payload import DEFAULT_CAP, read_payload
-    from ..scan import find_message, next_message
+    from ..payload import DEFAULT_CAP
+    from ..backends.base import find_message, next_message
 
-    handle = Root(pick_root(None, root_opt), layout)
+    handle = open_target(pick_root(None, root_opt), layout)
     scan = handle.scan_queue(queue, collect=True)
     msg = _find(scan, ident) if ident else next_message(scan)
-    payload = read_payload(handle.queue_path(queue), msg, cap=None if raw else DEFAULT_CAP)
+    payload = handle.read_payload(msg, None if raw else DEFAULT_CAP)
     if json_:
         sys.stdout.write(_dump(peek_document(handle, msg, payload), pretty=True) + "\n")
         return

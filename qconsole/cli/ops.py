@@ -11,7 +11,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..safetext import escape_controls, safe_name
-from ..scan import Root
+from ..backends import open_target
 from .app import app
 from .common import AuditLogOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootOpt, fail, guarded, pick_root
 
@@ -26,7 +26,7 @@ def _ops(root_opt: str | None, layout: str, read_only: bool, audit_log: str | No
 
     if read_only and refuse:
         raise ReadOnlyError(f"read-only mode: {refuse} refused (drop --read-only / unset QCONSOLE_READ_ONLY)")
-    return Operations(Root(pick_root(None, root_opt), layout), read_only=read_only, audit_log=audit_log)
+    return Operations(open_target(pick_root(None, root_opt), layout), read_only=read_only, audit_log=audit_log)
 
 
 def _say(line: str) -> None:
@@ -53,24 +53,54 @@ def _confirm(question: str, yes: bool) -> None:
         raise fail("cancelled", 1)
 
 
+def _publish_options(func: Any) -> Any:
+    """Add one typer option per publish option any backend declares (flags built from the
+    backends, not written here); the command receives them as keyword arguments."""
+    import inspect
+
+    from ..backends import all_publish_options
+
+    kinds: dict[str, list[str]] = {}
+    decl: dict[str, Any] = {}
+    for kind, opt in all_publish_options():
+        kinds.setdefault(opt.name, []).append(kind)
+        decl.setdefault(opt.name, opt)
+    types = {"int": Optional[int], "float": Optional[float], "choice": Optional[str], "bool": Optional[bool],
+             "int_or_bool": Optional[bool]}
+    sig = inspect.signature(func, eval_str=True)
+    params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    at = next(i for i, p in enumerate(params) if p.name == "root_opt")
+    extra = []
+    for name, opt in decl.items():
+        flags = [f"{opt.flag}/--no-{opt.flag[2:]}"] if opt.kind in ("bool", "int_or_bool") else [opt.flag]
+        if opt.short:
+            flags.append(opt.short)
+        where = "/".join(kinds[name])
+        hint = f" One of: {', '.join(opt.choices)}." if opt.choices else ""
+        info = typer.Option(*flags, help=f"[{where}] {opt.help}{hint}", show_default=False)
+        extra.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                                       annotation=Annotated[types[opt.kind], info]))
+    func.__signature__ = sig.replace(parameters=params[:at] + extra + params[at:])
+    return func
+
+
 @app.command()
+@_publish_options
 @guarded
 def publish(
     queue: QueueArg,
     text: Annotated[Optional[str], typer.Argument(help="Message text (or use --file / stdin).", show_default=False)] = None,
     file: Annotated[Optional[str], typer.Option("--file", "-F", help="Read the payload from PATH ('-' = stdin).", show_default=False)] = None,
     count: Annotated[int, typer.Option("--count", "-n", min=1, help="Publish N copies.")] = 1,
-    priority: Annotated[Optional[int], typer.Option("--priority", "-p", help="ddmq priority (lower first; default from settings).", show_default=False)] = None,
-    timeout: Annotated[Optional[int], typer.Option("--timeout", help="ddmq visibility timeout in seconds.", show_default=False)] = None,
-    requeue: Annotated[Optional[bool], typer.Option("--requeue/--no-requeue", help="ddmq: requeue when expired (default from settings).", show_default=False)] = None,
-    requeue_limit: Annotated[Optional[int], typer.Option("--requeue-limit", help="ddmq: at most N requeues.", show_default=False)] = None,
-    vsqs_clock: Annotated[Optional[str], typer.Option("--vsqs-clock", help="VSQS id unit: us (vsqs 0.3) or ms; default: the queue's own.", show_default=False)] = None,
     root_opt: RootOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
+    **options: Any,
 ) -> None:
-    """Publish test messages by the queue's own protocol (atomic; readable by the queue's group)."""
+    """Publish test messages by the queue's own protocol (atomic; readable by the queue's group).
+
+    The options marked [vsqs], [ddmq] ... apply to that kind of store only."""
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="publish")
     if text is not None and file is not None:
         raise fail("give TEXT or --file, not both")
@@ -83,8 +113,7 @@ def publish(
             data = fh.read()
     else:
         data = (text or "").encode()
-    result = ops.publish(queue, [data] * count, priority=priority, timeout=timeout, requeue=requeue,
-                         requeue_limit=requeue_limit, vsqs_clock=vsqs_clock)
+    result = ops.publish(queue, [data] * count, **options)
     _report(ops, result)
     if count <= 20:
         for mid in result.done:
@@ -180,7 +209,7 @@ def config(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Show effective ddmq settings with their source (default/root/queue), set KEY=VALUE, or --unset KEY."""
-    from ..settings import effective, parse_value
+    from ..backends.base import SETTINGS
 
     args = list(assignments or [])
     if queue is not None and ("=" in queue or queue == "-"):  # `config key=value`: the root's file
@@ -197,9 +226,9 @@ def config(
     bad = next((k for k in removing if not k or "=" in k), None)
     if bad is not None:
         raise fail(f"bad --unset {bad!r}: give a key name (no value)")
-    handle = Root(pick_root(None, root_opt), layout)
-    if handle.layout != "ddmq":
-        raise fail("VSQS queues have no settings (there is no config file to show or change)")
+    handle = open_target(pick_root(None, root_opt), layout)
+    if not handle.can(SETTINGS):
+        raise fail(f"{handle.title} queues have no settings (there is no config file to show or change)")
     if queue is not None:
         handle.require_queue(queue)
     if sets or removing:
@@ -211,11 +240,11 @@ def config(
             key = key.strip()
             if not key:
                 raise fail(f"bad assignment {a!r}: use KEY=VALUE")
-            values[key] = parse_value(key, raw)
+            values[key] = handle.parse_setting(key, raw)
         ops = Operations(handle, read_only=read_only, audit_log=audit_log)
         _report(ops, ops.save_settings(queue, values, unset=removing))
         return
-    eff = effective(handle.path, queue)
+    eff = handle.settings(queue)
     keys = [a for a in args] or list(eff)
     unknown = [k for k in keys if k not in eff]
     if unknown:
@@ -242,8 +271,12 @@ def create(
 
     With an explicit --layout, a root that does not exist yet is made too, as the clients'
     own constructors (ddmq.broker(create=True), vsqs QueueManager.get_queue) would."""
+    from ..backends import KINDS
+    from ..backends.fs.root import validate_queue_name
+
     root_path = pick_root(None, root_opt)
-    if root_path and layout in ("vsqs", "ddmq") and not read_only and not os.path.lexists(root_path):
+    validate_queue_name(queue)  # before anything is made
+    if root_path and layout in KINDS and not read_only and not os.path.lexists(root_path):
         os.makedirs(root_path)
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="create")
     _report(ops, ops.create_queue(queue))
@@ -347,7 +380,7 @@ def audit(
     """The log of every change made through qconsole."""
     from ..ops import audit as audit_mod
 
-    path = audit_log or audit_mod.default_path(Root(pick_root(None, root_opt), layout).path)
+    path = audit_log or open_target(pick_root(None, root_opt), layout).default_audit_log()
     records = audit_mod.read(path, tail)
     if json_:
         for r in records:

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..scan import Root
+from ..backends import open_target
 from .app import app
 from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootArg, RootOpt, guarded, pick_root
 
@@ -47,7 +47,7 @@ def report(
 
     from ..report import render
 
-    handle = Root(pick_root(root, root_opt), layout)
+    handle = open_target(pick_root(root, root_opt), layout)
     names, root_errors = handle.queue_names()
     history_files = [os.path.abspath(h) for h in history or ()]
     for path in history_files:  # fail before the slow start-up
@@ -65,7 +65,7 @@ def report(
             if not spark_job.is_local(spark.sparkContext.master):
                 spark_job.ship_package(spark)
             doc = spark_job.run_report(
-                spark, root=handle.path, layout=handle.layout, queues=names, root_errors=root_errors,
+                spark, root=handle.path, layout=handle.kind, queues=names, root_errors=root_errors,
                 out_dir=os.path.abspath(out), now=time.time(), threshold=poison_threshold,
                 history_files=history_files, progress=progress.phase,
             )

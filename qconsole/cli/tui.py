@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..scan import Root
+from ..backends import open_target
 from .app import app
 from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootArg, RootOpt, guarded, pick_root
 
@@ -22,7 +22,7 @@ def open_(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Open the live console on ROOT (the default command: `qconsole ROOT`)."""
-    handle = Root(pick_root(root, root_opt), layout)
+    handle = open_target(pick_root(root, root_opt), layout)
     from screens.app import QConsoleApp
 
     QConsoleApp(handle, interval=interval, read_only=read_only, audit_log=audit_log).run()
@@ -47,4 +47,4 @@ def demo(
     from screens.app import QConsoleApp
 
     with demo_session(dir_) as (roots, _sim):
-        QConsoleApp([Root(r) for r in roots], interval=interval, read_only=read_only).run()
+        QConsoleApp([open_target(r) for r in roots], interval=interval, read_only=read_only).run()

@@ -8,46 +8,36 @@ success), and appends one audit-log line.
 
 from __future__ import annotations
 
-import os
-import time
+import math
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import MessageNotFoundError, QConsoleError
-from ..layouts import ddmq as ddmq_layout
+from ..backends.base import SETTINGS, Backend, Unsupported, find_message
+from ..errors import MessageNotFoundError, QConsoleError, SettingsError
 from ..model import Message, QueueScan
-from ..scan import Root, find_message, validate_queue_name
-from ..settings import DEFAULTS, SettingsError
-from ..states import DDMQ, EXPIRED, INFLIGHT, READY, VSQS
-from . import audit, claims, ddmq_ops, settings_write, trash, vsqs_ops
-from .fsatomic import dir_gid, replace_file, unlink_quiet
-from .result import ALREADY_READY, CHANGED, CONSUMED, NOT_HELD, OperationError, OpResult, ReadOnlyError, TrashBatch
+from ..states import EXPIRED, INFLIGHT, READY
+from . import audit
+from .result import ALREADY_READY, NOT_HELD, OperationError, OpResult, ReadOnlyError, TrashBatch
+
+#: seconds save_settings waits before reading a saved setting back (see the ddmq backend)
+SETTLE_S = 0.2
 
 PURGEABLE = (READY, INFLIGHT, EXPIRED)
-
-
-def _check_nonneg(name: str, value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise OperationError(f"{name} must be an integer, got {value!r}")
-    if value < 0:
-        raise OperationError(f"{name} must not be negative (got {value})")
 
 
 class Operations:
     """Mutations of one root. ``read_only`` refuses them all; ``audit_log`` overrides the log path."""
 
-    def __init__(self, root: Root, *, read_only: bool = False, audit_log: str | None = None,
+    def __init__(self, root: Backend, *, read_only: bool = False, audit_log: str | None = None,
                  user_action_source: str = "cli") -> None:
         self.root = root
         self.read_only = read_only
-        self.audit_path = audit_log or audit.default_path(root.path)
+        self.audit_path = audit_log or root.default_audit_log()
         self.source = user_action_source
         #: problems that did not stop an operation (e.g. the audit log was not writable)
         self.warnings: list[str] = []
         #: seconds save_settings waits before reading ddmq.yaml back (0: read back at once)
-        self.settings_settle_s: float = settings_write.SETTLE_S
+        self.settings_settle_s: float = SETTLE_S
 
     # ------------------------------------------------------------------ plumbing
 
@@ -56,7 +46,7 @@ class Operations:
             raise ReadOnlyError(f"read-only mode: {action} refused (drop --read-only / unset QCONSOLE_READ_ONLY)")
 
     def _audit(self, queue: str | None, action: str, **fields: Any) -> None:
-        doc = audit.record(self.root.path, queue, action, source=self.source, **fields)
+        doc = audit.record(self.root.target, queue, action, source=self.source, **fields)
         try:
             audit.append(self.audit_path, doc)
         except OSError as err:
@@ -78,8 +68,11 @@ class Operations:
     def _scan(self, queue: str) -> QueueScan:
         return self.root.scan_queue(queue, collect=True)
 
-    def _qdir(self, queue: str) -> str:
-        return self.root.require_queue(queue)
+    def _tallied(self, action: str, queue: str | None, outcomes: list[tuple[str, str | None]]) -> OpResult:
+        result = OpResult(action, queue)
+        for mid, reason in outcomes:
+            self._tally(result, mid, reason)
+        return result
 
     def _pick(self, scan: QueueScan, ids: list[str]) -> list[Message]:
         """Every id must exist (checked before anything changes)."""
@@ -94,61 +87,17 @@ class Operations:
 
     # ------------------------------------------------------------------ publish
 
-    def publish(self, queue: str, payloads: list[bytes], *, priority: int | None = None,
-                timeout: int | None = None, requeue: bool | int | None = None,
-                requeue_limit: int | None = None, vsqs_clock: str | None = None) -> OpResult:
+    def publish(self, queue: str, payloads: list[bytes], **options: Any) -> OpResult:
+        """Publish ``payloads``; ``options`` are the backend's declared publish options."""
         self._guard("publish")
-        qdir = self._qdir(queue)
-        _check_nonneg("priority", priority)
-        _check_nonneg("timeout", timeout)
-        _check_nonneg("requeue limit", requeue_limit)
-        if requeue is not None and not isinstance(requeue, bool):
-            _check_nonneg("requeue priority", requeue)
-        if vsqs_clock not in (None, "ms", "us"):
-            raise OperationError(f"unknown VSQS clock {vsqs_clock!r}: use ms or us")
+        self.root.require_queue(queue)
         if not all(isinstance(p, (bytes, bytearray)) for p in payloads):
             raise OperationError("payloads must be bytes")
-        if self.root.layout == VSQS:
-            extra = [n for n, v in (("priority", priority), ("timeout", timeout), ("requeue", requeue),
-                                    ("requeue limit", requeue_limit)) if v is not None]
-            if extra:
-                raise OperationError(f"VSQS messages have no {extra[0]}: it is a ddmq option")
-            return self._run("publish", queue, lambda: self._publish_vsqs(queue, qdir, payloads, vsqs_clock),
-                             count_asked=len(payloads))
-        if vsqs_clock is not None:
-            raise OperationError("--vsqs-clock is for VSQS queues; this root is ddmq")
-        texts = []
-        for p in payloads:
-            try:
-                texts.append(bytes(p).decode("utf-8"))
-            except UnicodeDecodeError:
-                raise OperationError("ddmq messages are JSON text: the payload is not valid UTF-8") from None
-        return self._run("publish", queue, lambda: self._publish_ddmq(queue, qdir, texts, priority, timeout,
-                                                                         requeue, requeue_limit),
+        options = {k: v for k, v in options.items() if v is not None}
+        self.root.check_publish(options)
+        return self._run("publish", queue,
+                         lambda: OpResult("publish", queue, done=self.root.publish(queue, payloads, options)),
                          count_asked=len(payloads))
-
-    def _publish_vsqs(self, queue: str, qdir: str, payloads: list[bytes], clock: str | None) -> OpResult:
-        seen = self.root.scan_queue(queue).id_unit
-        divisor = vsqs_ops.divisor_for(clock, seen)
-        gid = dir_gid(qdir)
-        result = OpResult("publish", queue)
-        for p in payloads:
-            result.done.append(vsqs_ops.publish(qdir, bytes(p), divisor, gid))
-        return result
-
-    def _publish_ddmq(self, queue: str, qdir: str, texts: list[str], priority: int | None, timeout: int | None,
-                      requeue: bool | int | None, requeue_limit: int | None) -> OpResult:
-        conf = ddmq_ops.settings_of(self.root.path, queue)
-        prio = priority if priority is not None else conf.get("priority", DEFAULTS["priority"])
-        _check_nonneg("the queue's default priority", prio)
-        req = requeue if requeue is not None else bool(conf.get("requeue", True))
-        result = OpResult("publish", queue)
-        for text in texts:
-            body = ddmq_ops.new_body(queue, text, priority=prio, timeout=timeout, requeue=req,
-                                     requeue_limit=requeue_limit)
-            ddmq_ops.publish_body(qdir, body)
-            result.done.append(body["id"])
-        return result
 
     # ------------------------------------------------------------------ requeue
 
@@ -164,33 +113,20 @@ class Operations:
             raise OperationError("requeue what? give message ids, --expired or --all")
         if expired_only and ids:
             msgs = [m for m in msgs if m.state == EXPIRED]
-        qdir = self._qdir(queue)
-        return self._run("requeue", queue, lambda: self._requeue(queue, qdir, msgs),
+        return self._run("requeue", queue, lambda: self._requeue(queue, msgs),
                          selection="ids" if ids else ("all" if all_held else "expired"))
 
-    def _requeue(self, queue: str, qdir: str, msgs: list[Message]) -> OpResult:
-        result = OpResult("requeue", queue)
-        prio = None
+    def _requeue(self, queue: str, msgs: list[Message]) -> OpResult:
+        skipped: list[tuple[str, str | None]] = []
+        held = []
         for msg in msgs:
             if msg.state == READY:
-                result.skipped.append((msg.id, ALREADY_READY))
-                continue
-            if msg.state not in (INFLIGHT, EXPIRED):
-                result.skipped.append((msg.id, NOT_HELD))
-                continue
-            if self.root.layout == VSQS:
-                reason = vsqs_ops.requeue(qdir, msg.id, msg.relpath)
-                if reason == ALREADY_READY:  # someone requeued it first: it is ready, as asked
-                    reason = None
-                self._tally(result, msg.id, reason)
-                continue
-            if prio is None:
-                conf = ddmq_ops.settings_of(self.root.path, queue)
-                prio = conf.get("requeue_prio", 0)
-                if isinstance(prio, bool) or not isinstance(prio, int) or prio < 0:
-                    prio = 0
-            self._tally(result, msg.id, self._requeue_ddmq(queue, qdir, msg, prio))
-        return result
+                skipped.append((msg.id, ALREADY_READY))
+            elif msg.state not in (INFLIGHT, EXPIRED):
+                skipped.append((msg.id, NOT_HELD))
+            else:
+                held.append(msg)
+        return self._tallied("requeue", queue, skipped + self.root.requeue(queue, held))
 
     @staticmethod
     def _tally(result: OpResult, mid: str, reason: str | None) -> None:
@@ -198,19 +134,6 @@ class Operations:
             result.done.append(mid)
         else:
             result.skipped.append((mid, reason))
-
-    def _requeue_ddmq(self, queue: str, qdir: str, msg: Message, requeue_prio: int) -> str | None:
-        claim = claims.Claim(qdir, msg.relpath)
-        if not claim.acquire():
-            return CONSUMED  # the consumer acked (or ddmq's clean() requeued) it first
-        try:
-            body = ddmq_ops.decode(claim.read(), msg.relpath)
-        except (OperationError, OSError) as err:
-            claim.restore()
-            return f"left as it was: {err}" if isinstance(err, OperationError) else f"left as it was: {err.strerror}"
-        new = ddmq_ops.requeued_body(body, queue, requeue_prio)
-        claims.transfer(claim, queue, qdir, ddmq_ops.placer(qdir, new), b"")
-        return None
 
     # ------------------------------------------------------------------ delete / purge
 
@@ -235,37 +158,9 @@ class Operations:
                          state=state, trash=trash)
 
     def _remove(self, action: str, queue: str, msgs: list[Message], use_trash: bool) -> OpResult:
-        qdir = self._qdir(queue)
-        result = OpResult(action, queue)
-        if not msgs:
-            return result
-        if use_trash:
-            batch = trash.new_batch(self.root.path, action, queue, self.root.layout, audit.user_name())
-            result.batch = batch
-            trash.prepare_queue(self.root.path, batch, queue)
-        items = []
-        try:
-            for m in msgs:
-                src = os.path.join(qdir, m.relpath)
-                if use_trash:
-                    dst = trash.trash_path(self.root.path, result.batch or "", queue, m.relpath)
-                    try:
-                        ok = os.path.lexists(src) and _rename_quiet(src, dst)
-                    except OSError as err:
-                        if err.errno == 18:  # EXDEV: the queue is another mount than the root
-                            raise OperationError(f"{queue}: the trash is on another file system; "
-                                                 "use --no-trash") from None
-                        raise
-                    if ok:
-                        items.append({"queue": queue, "relpath": m.relpath, "id": m.id})
-                else:
-                    ok = unlink_quiet(src)
-                self._tally(result, m.id, None if ok else CHANGED)
-        finally:
-            if use_trash and result.batch:
-                doc = trash.read_manifest(self.root.path, result.batch)
-                doc.update(complete=True, items=items)
-                trash.write_manifest(self.root.path, result.batch, doc)
+        outcomes, batch = self.root.remove(action, queue, msgs, use_trash=use_trash, user=audit.user_name())
+        result = self._tallied(action, queue, outcomes)
+        result.batch = batch
         return result
 
     # ------------------------------------------------------------------ move
@@ -273,8 +168,8 @@ class Operations:
     def move(self, src: str, dest: str, ids: list[str] | None = None, *, all_: bool = False,
              state: str | None = None) -> OpResult:
         self._guard("move")
-        validate_queue_name(src)
-        validate_queue_name(dest)
+        self.root.validate_queue_name(src)
+        self.root.validate_queue_name(dest)
         if src == dest:
             raise OperationError("source and destination are the same queue")
         if state is not None and state not in PURGEABLE:
@@ -282,7 +177,7 @@ class Operations:
         if sum(bool(x) for x in (ids, all_, state)) != 1:
             raise OperationError("move what? give message ids, --all or --state S (one of them)")
         scan = self._scan(src)
-        dest_dir = self._qdir(dest)
+        self.root.require_queue(dest)
         if ids:
             msgs = self._pick(scan, ids)
             for m in msgs:
@@ -290,36 +185,7 @@ class Operations:
                     raise OperationError(f"message {m.id} is being written; not moved")
         else:
             msgs = [m for m in scan.messages or () if (m.state == state if state else m.state in PURGEABLE)]
-        src_dir = self._qdir(src)
-        return self._run("move", src, lambda: self._move(src, src_dir, dest, dest_dir, msgs), dest=dest)
-
-    def _move(self, src: str, src_dir: str, dest: str, dest_dir: str, msgs: list[Message]) -> OpResult:
-        result = OpResult("move", src)
-        # oldest first, whatever their state, so DEST keeps the order they were published in
-        msgs = sorted(msgs, key=lambda m: (m.created_at or 0.0, m.id))
-        if self.root.layout == VSQS:
-            divisor = vsqs_ops.divisor_for(None, self.root.scan_queue(dest).id_unit)
-            prepare = vsqs_ops.placer(dest_dir, divisor)
-        else:
-            dprio = ddmq_ops.settings_of(self.root.path, dest).get("priority", DEFAULTS["priority"])
-        for msg in msgs:
-            claim = claims.Claim(src_dir, msg.relpath)
-            if not claim.acquire():
-                result.skipped.append((msg.id, CHANGED))
-                continue
-            try:
-                data = claim.read()
-                if self.root.layout == DDMQ:
-                    body = ddmq_ops.moved_body(ddmq_ops.decode(data, msg.relpath), dest, dprio)
-                    prepare = ddmq_ops.placer(dest_dir, body)
-            except (OperationError, OSError) as err:
-                claim.restore()
-                why = str(err) if isinstance(err, OperationError) else err.strerror
-                result.skipped.append((msg.id, f"left as it was: {why}"))
-                continue
-            claims.transfer(claim, dest, dest_dir, prepare, data)
-            result.done.append(msg.id)
-        return result
+        return self._run("move", src, lambda: self._tallied("move", src, self.root.move(src, dest, msgs)), dest=dest)
 
     # ------------------------------------------------------------------ settings / create
 
@@ -330,30 +196,30 @@ class Operations:
         A removed key falls back to the root's value, then ddmq's default. After the atomic save the
         file is read back ``settle_s`` seconds later (default :attr:`settings_settle_s`); a save that
         ddmq's clean() reverted is redone (see :mod:`.settings_write`), and one that never sticks
-        raises :class:`~qconsole.settings.SettingsError` with one line.
+        raises :class:`~qconsole.errors.SettingsError` with one line.
         """
         self._guard("config")
-        if self.root.layout != DDMQ:
-            raise OperationError("VSQS queues have no settings (there is no config file to change)")
+        if not self.root.can(SETTINGS):
+            raise Unsupported(f"{self.root.title} queues have no settings (there is no config file to change)")
         if queue is not None:
-            self._qdir(queue)
+            self.root.require_queue(queue)
         values = dict(values)
         if not values and not unset:
             raise SettingsError("nothing to set or unset")
-        removing = settings_write.check_request(values, unset)
+        removing = self.root.check_settings_request(values, unset)
         settle = self.settings_settle_s if settle_s is None else settle_s
         attempts: dict[str, int] = {}  # filled by body(); the audit line is written after it runs
 
         def body() -> OpResult:
             try:
-                saved = settings_write.save(self.root.path, queue, values, unset=removing, settle=settle)
-            except settings_write.LostUpdateError:
-                attempts["attempts"] = settings_write.ATTEMPTS
+                attempts["attempts"] = n = self.root.save_settings(queue, values, removing, settle)
+            except SettingsError as err:
+                if getattr(err, "attempts", None):  # every save was reverted by a concurrent rewrite
+                    attempts["attempts"] = err.attempts  # type: ignore[attr-defined]
                 raise
-            attempts["attempts"] = saved.attempts
-            if saved.attempts > 1:
-                self.warnings.append(f"{saved.path}: a concurrent rewrite (ddmq's clean?) reverted the save; "
-                                     f"saved again ({saved.attempts} attempts)")
+            if n > 1:
+                self.warnings.append(f"{queue or 'root'} settings: a concurrent rewrite (ddmq's clean?) reverted "
+                                     f"the save; saved again ({n} attempts)")
             return OpResult("config", queue, done=sorted(values) + sorted(removing))
 
         return self._run("config", queue, body, values={k: values[k] for k in sorted(values)},
@@ -361,62 +227,47 @@ class Operations:
 
     def create_queue(self, queue: str) -> OpResult:
         self._guard("create")
-        path = self.root.queue_path(queue)
-        if os.path.lexists(path):
-            raise OperationError(f"{queue!r} already exists in {self.root.path}")
+        self.root.validate_queue_name(queue)
+        names, _errors = self.root.queue_names()
+        if queue in names:
+            raise OperationError(f"{queue!r} already exists in {self.root.target}")
 
         def body() -> OpResult:
-            if self.root.layout == VSQS:
-                os.mkdir(path)
-            else:
-                import yaml
-
-                root_conf = os.path.join(self.root.path, ddmq_layout.CONFIG)
-                if not os.path.lexists(root_conf):  # an uninitiated root, as broker(create=True) makes it
-                    replace_file(root_conf, b"", claims.owned_name(claims.CFG, claims.new_token()))
-                os.mkdir(path)
-                os.mkdir(os.path.join(path, ddmq_layout.WORK))
-                text = yaml.dump(dict(DEFAULTS), default_flow_style=False)  # what broker.create_queue writes
-                replace_file(os.path.join(path, ddmq_layout.CONFIG), text.encode(),
-                             claims.owned_name(claims.CFG, claims.new_token()))
+            self.root.create_queue(queue)
             return OpResult("create", queue, done=[queue])
 
-        return self._run("create", queue, body, layout=self.root.layout)
+        return self._run("create", queue, body, layout=self.root.kind)
 
     # ------------------------------------------------------------------ trash
 
     def trash_list(self) -> list[TrashBatch]:
-        return trash.list_batches(self.root.path)
+        return self.root.trash_list()
 
     def trash_restore(self, batch: str | None = None) -> OpResult:
         self._guard("trash restore")
-        name = trash.require_batch(self.root.path, batch)
-        queue = trash.read_manifest(self.root.path, name).get("queue")
+        name, queue = self.root.trash_batch_queue(batch)
 
         def body() -> OpResult:
-            done, skipped = trash.restore(self.root.path, name, self.root.layout)
-            return OpResult("trash restore", queue if isinstance(queue, str) else None, done, skipped, batch=None)
+            done, skipped = self.root.trash_restore(name)
+            return OpResult("trash restore", queue, done, skipped, batch=None)
 
-        return self._run("trash restore", queue if isinstance(queue, str) else None, body, batch_restored=name)
+        return self._run("trash restore", queue, body, batch_restored=name)
 
     def trash_empty(self, older_than_s: float | None = None) -> OpResult:
         self._guard("trash empty")
-        if older_than_s is not None and older_than_s < 0:
-            raise OperationError("--older-than must not be negative")
+        if older_than_s is not None and not (older_than_s >= 0 and older_than_s != float("inf")):
+            raise OperationError("--older-than must be a finite duration, not negative")
         return self._run("trash empty", None,
-                         lambda: OpResult("trash empty", None, trash.empty(self.root.path, older_than_s)),
+                         lambda: OpResult("trash empty", None, self.root.trash_empty(older_than_s)),
                          older_than_s=older_than_s)
 
     # ------------------------------------------------------------------ recover
 
-    def recover(self, *, force: bool = False) -> claims.RecoverReport:
-        """Put back what killed qconsole processes left claimed (see :mod:`qconsole.ops.claims`)."""
+    def recover(self, *, force: bool = False) -> Any:
+        """Put back what killed qconsole processes left claimed (backends that have claims)."""
         self._guard("recover")
-        names, _errors = self.root.queue_names()
-        dirs = [self.root.path] + [os.path.join(self.root.path, n) for n in names]
-        dirs += [os.path.join(trash.trash_dir(self.root.path), b.batch) for b in trash.list_batches(self.root.path)]
         try:
-            report = claims.recover(self.root.path, dirs, force=force)
+            report = self.root.recover(force=force)
         except OSError as err:
             self._audit(None, "recover", outcome="error", error=err.strerror)
             raise
@@ -424,12 +275,6 @@ class Operations:
                     restored=report.restored, completed=report.completed, removed=report.removed_temp,
                     live=report.live, problems=report.problems)
         return report
-
-
-def _rename_quiet(src: str, dst: str) -> bool:
-    from .fsatomic import rename_checked
-
-    return rename_checked(src, dst)
 
 
 def parse_duration(text: str) -> float:
@@ -442,8 +287,8 @@ def parse_duration(text: str) -> float:
         value = float(num)
     except ValueError:
         raise OperationError(f"bad duration {text!r}: use e.g. 7d, 12h, 30m") from None
-    if value < 0:
-        raise OperationError(f"bad duration {text!r}: must not be negative")
+    if not math.isfinite(value) or value < 0:
+        raise OperationError(f"bad duration {text!r}: must be a finite, non-negative number")
     return value * (mult or 1)
 
 

@@ -5,21 +5,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..errors import QConsoleError
+from ..errors import OperationError, QConsoleError  # noqa: F401 (OperationError re-exported)
 
-#: skip reasons, the same words in the CLI, the TUI and the audit log
-CHANGED = "changed underneath"
-CONSUMED = "already consumed"
-ALREADY_READY = "already ready"
-NOT_HELD = "not in flight"
+from ..backends.results import ALREADY_READY, CHANGED, CONSUMED, NOT_HELD, TrashBatch  # noqa: F401 (re-exported)
 
 
 class ReadOnlyError(QConsoleError):
     """A mutation asked for in read-only mode; raised before anything is touched."""
 
 
-class OperationError(QConsoleError):
-    """An operation refused before it changed anything (bad input, no permission, ...)."""
 
 
 @dataclass
@@ -41,14 +35,3 @@ class OpResult:
         if self.batch:
             line += f"; trash batch {self.batch} (undo: qconsole trash restore {self.batch})"
         return line
-
-
-@dataclass
-class TrashBatch:
-    batch: str
-    created_at: float
-    action: str
-    queue: str | None
-    count: int
-    user: str = ""
-    ids: list[str] = field(default_factory=list)

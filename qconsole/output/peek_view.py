@@ -14,7 +14,7 @@ from .stats_json import iso_utc
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from ..scan import Root
+    from ..backends.base import Backend
 
 
 def metadata(msg: Message, payload: Payload, now: float) -> list[tuple[str, str]]:
@@ -62,10 +62,10 @@ def render_peek(msg: Message, payload: Payload, now: float) -> "RenderableType":
     return Group(*parts)
 
 
-def peek_document(root: "Root", msg: Message, payload: Payload) -> dict[str, Any]:
+def peek_document(root: "Backend", msg: Message, payload: Payload) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "schema": "qconsole.peek/1",
-        "root": root.path,
+        "root": root.target,
         "queue": msg.queue,
         "layout": msg.layout,
         "id": msg.id,

@@ -18,9 +18,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import QConsoleError
-from ..layouts import common, ddmq, module_for, vsqs
+from ..backends.ddmq import layout as ddmq
+from ..backends.fs import listing as common
+from ..backends.fs.atomic import read_file_bytes
+from ..backends.fs.detect import module_for
+from ..backends.vsqs import layout as vsqs
 from ..model import Message
-from ..payload import BINARY, classify, read_file_bytes
+from ..payload import BINARY, classify
 from ..states import DDMQ, FOREIGN, WRITING
 
 #: Files larger than this are listed but not read (no hash, no ddmq fields).

@@ -11,7 +11,7 @@ import pytest
 
 from report_roots import CORRUPT_DDMQ, build_ddmq_root, build_vsqs_root, history_lines
 from qconsole.report import history, inventory, summary
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 from qconsole.states import FOREIGN, INFLIGHT, READY, STATES, WRITING
 
 IX = {n: i for i, n in enumerate(inventory.COLUMN_NAMES)}

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from qconsole.report import history, inventory, summary
-from qconsole.scan import Root
+from qconsole.backends import open_target as Root
 from qconsole.states import STATES
 from report_roots import build_ddmq_root, build_vsqs_root, history_lines
 

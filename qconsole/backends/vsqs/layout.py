@@ -13,10 +13,10 @@ import time
 from itertools import filterfalse, repeat
 from operator import attrgetter, methodcaller, truediv
 
-from ..model import Message, QueueScan
-from ..states import EXPIRED, FOREIGN, INFLIGHT, READY, VSQS, WRITING
-from ..timeunits import vsqs_divisor
-from .common import (
+from ...model import Message, QueueScan
+from ...states import EXPIRED, FOREIGN, INFLIGHT, READY, VSQS, WRITING
+from ...timeunits import vsqs_divisor
+from ..fs.listing import (
     QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, names_only, os_error_line,
 )
 

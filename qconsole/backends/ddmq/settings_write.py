@@ -24,9 +24,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..settings import SettingsError, config_path, load_config, validate
-from .claims import CFG, new_token, owned_name
-from .fsatomic import replace_file
+from .settings import SettingsError, config_path, load_config, validate
+from ..fs.claims import CFG, new_token, owned_name
+from ..fs.atomic import replace_file
 
 #: keys ddmq rewrites by itself (clean() stores when it last cleaned a queue); never compared on read-back
 DDMQ_MAINTAINED = frozenset({"cleaned"})
@@ -42,6 +42,10 @@ _ABSENT = object()
 
 class LostUpdateError(SettingsError):
     """The saved keys were reverted by a concurrent rewrite every time they were saved."""
+
+    def __init__(self, attempts: int, message: str) -> None:
+        super().__init__(message)
+        self.attempts = attempts
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,6 @@ def save(root: str, queue: str | None, values: dict[str, Any], *, unset: Iterabl
                                 "left as they wrote it (check and save again)")
         if attempt < attempts:
             _backoff(settle)
-    raise LostUpdateError(
+    raise LostUpdateError(attempts,
         f"{path}: {', '.join(lost)} reverted by a concurrent rewrite of the file (ddmq's clean?) "
         f"after each of {attempts} saves; the file keeps the old value{'s' if len(lost) > 1 else ''}")

@@ -9,14 +9,13 @@ import os
 import secrets
 import shutil
 import time
+from collections.abc import Callable
 from typing import Any
 
-from ..layouts import ddmq as ddmq_layout
-from ..layouts import vsqs as vsqs_layout
-from ..states import DDMQ
 from .claims import CFG, new_token, owned_name
-from .fsatomic import link_noclobber, replace_file
-from .result import OperationError, TrashBatch
+from .atomic import link_noclobber, replace_file
+from ...errors import OperationError
+from ..results import TrashBatch
 
 MANIFEST = "manifest.json"
 FILES = "files"
@@ -109,25 +108,14 @@ def list_batches(root: str) -> list[TrashBatch]:
     return out
 
 
-def ready_name(layout: str, relpath: str) -> str | None:
-    """The waiting/ready name a trashed file comes back as (in-flight ones come back ready)."""
-    name = relpath.rpartition("/")[2]
-    if layout == DDMQ:
-        if ddmq_layout.parse_waiting(name):
-            return name
-        w = ddmq_layout.parse_work(name)
-        return ddmq_layout.waiting_name(w[1], w[2], f"{w[3]}") if w else None
-    parsed = vsqs_layout.parse_name(name)
-    return parsed[1] if parsed else None
-
-
-def restore(root: str, batch: str, layout: str) -> tuple[list[str], list[tuple[str, str]]]:
-    """Move a batch back: (restored relpaths, [(relpath, reason)])."""
+def restore(root: str, batch: str, ready_name: Callable[[str], str | None]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Move a batch back: (restored relpaths, [(relpath, reason)]). ``ready_name``: the layout's
+    ready name for a trashed relpath (None: not a message name)."""
     done: list[str] = []
     skipped: list[tuple[str, str]] = []
     for queue, rel in _files(root, batch):
         qdir = os.path.join(root, queue)
-        target = ready_name(layout, rel)
+        target = ready_name(rel)
         if target is None:
             skipped.append((rel, "not a message name"))
             continue

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
+
+from ...errors import MessageNotFoundError, QConsoleError
 
 _CREATE = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 
@@ -148,3 +151,31 @@ def replace_file(path: str, data: bytes, tmp_name: str, *, mode: int | None = No
     except BaseException:
         _unlink_quiet(tmp)
         raise
+
+
+def read_file_bytes(path: str, limit: int | None) -> tuple[bytes, int]:
+    """Up to ``limit`` bytes (all when None) of a regular file, and its size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise MessageNotFoundError(f"{os.path.basename(path)}: gone (consumed or moved meanwhile)") from None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise QConsoleError(f"{os.path.basename(path)}: is a symlink, not followed") from None
+        raise QConsoleError(f"{os.path.basename(path)}: {err.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise QConsoleError(f"{os.path.basename(path)}: not a regular file")
+        want = st.st_size if limit is None else min(limit, st.st_size)
+        chunks = []
+        got = 0
+        while got < want:
+            chunk = os.read(fd, min(1 << 20, want - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks), st.st_size
+    finally:
+        os.close(fd)

@@ -7,12 +7,13 @@ Reading only (layer 1); saving is an operation (:mod:`qconsole.ops`). YAML is lo
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
-from .errors import QConsoleError
+from ...errors import SettingsError
+from ..base import Setting
+from ..fs.detect import DDMQ_CONFIG
 
-CONFIG = "ddmq.yaml"
+CONFIG = DDMQ_CONFIG
 DEFAULTS: dict[str, Any] = {
     "message_timeout": 600,
     "priority": 999,
@@ -31,15 +32,6 @@ KINDS: dict[str, type] = {
 DEFAULT, ROOT, QUEUE = "default", "root", "queue"
 
 
-class SettingsError(QConsoleError):
-    """A ddmq.yaml that cannot be read or parsed, or a value that is not valid."""
-
-
-@dataclass(frozen=True)
-class Setting:
-    key: str
-    value: Any
-    source: str  # default | root | queue
 
 
 def config_path(root: str, queue: str | None = None) -> str:

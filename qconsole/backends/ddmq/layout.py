@@ -15,11 +15,11 @@ from collections import Counter
 from itertools import repeat
 from operator import attrgetter, itemgetter, methodcaller
 
-from ..model import Message, QueueScan
-from ..states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
-from ..timeunits import ddmq_created
-from . import DDMQ_CONFIG
-from .common import (
+from ...model import Message, QueueScan
+from ...states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
+from ...timeunits import ddmq_created
+from ..fs.detect import DDMQ_CONFIG
+from ..fs.listing import (
     QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, names_only, os_error_line,
 )
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ..errors import RootError
-from ..states import DDMQ, LAYOUTS, VSQS
+from ...errors import RootError
+from ...states import DDMQ, LAYOUTS, VSQS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -18,11 +18,11 @@ DDMQ_CONFIG = "ddmq.yaml"
 def module_for(layout: str) -> ModuleType:
     """The layout's module, imported on first use: a run needs only one of them."""
     if layout == DDMQ:
-        from . import ddmq
+        from ..ddmq import layout as ddmq
 
         return ddmq
     if layout == VSQS:
-        from . import vsqs
+        from ..vsqs import layout as vsqs
 
         return vsqs
     raise KeyError(layout)

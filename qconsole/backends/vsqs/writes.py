@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import time
 
-from ..timeunits import MICRO, MILLI
-from .claims import Placement, write_tmp
-from .fsatomic import create_exclusive, dir_gid, rename_checked, unlink_quiet, write_all
-from .result import ALREADY_READY, CHANGED
+from ...timeunits import MICRO, MILLI
+from ..fs.claims import Placement, write_tmp
+from ..fs.atomic import create_exclusive, dir_gid, rename_checked, unlink_quiet, write_all
+from ..results import ALREADY_READY, CHANGED
 
 CLOCKS = {"us": MICRO, "ms": MILLI}
 

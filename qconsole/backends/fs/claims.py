@@ -31,8 +31,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..layouts.common import QC_TEMP_PREFIX
-from .fsatomic import dir_gid, link_noclobber, read_all, rename_checked, unlink_quiet, write_new
+from .listing import QC_TEMP_PREFIX
+from .atomic import dir_gid, link_noclobber, read_all, rename_checked, unlink_quiet, write_new
 
 CLAIM, TMP, JOURNAL, CFG = "claim", "tmp", "journal", "cfg"
 KINDS = (CLAIM, TMP, JOURNAL, CFG)

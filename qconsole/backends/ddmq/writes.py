@@ -8,11 +8,11 @@ import time
 import uuid
 from typing import Any
 
-from ..layouts import ddmq as layout
-from ..settings import effective
-from .claims import Placement, owned_name, TMP, new_token, write_tmp
-from .fsatomic import dir_gid, rename_checked, unlink_quiet, write_new
-from .result import OperationError
+from . import layout
+from .settings import effective
+from ..fs.claims import Placement, owned_name, TMP, new_token, write_tmp
+from ..fs.atomic import dir_gid, rename_checked, unlink_quiet, write_new
+from ...errors import OperationError
 
 
 def queue_number() -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import marshal
 import os
 
-from .model import QueueScan
+from ...model import QueueScan
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:

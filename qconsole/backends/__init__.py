@@ -1,0 +1,53 @@
+"""Layer 1: the stores. :func:`open_target` turns what the operator typed (a directory, or an
+RSMQ URL once that backend exists) into a :class:`~qconsole.backends.base.Backend`.
+
+Only the backend that is needed gets imported (``qconsole stats`` on a VSQS root never
+imports ddmq's settings code, nor redis).
+"""
+
+from __future__ import annotations
+
+from .base import Backend
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import os
+    from typing import Any
+
+#: every kind of store, for help texts and option lists (imported lazily by :func:`backend_class`)
+KINDS = ("vsqs", "ddmq")
+LAYOUT_CHOICES = ("auto", *KINDS)
+
+
+def backend_class(kind: str) -> type[Backend]:
+    if kind == "vsqs":
+        from .vsqs.backend import VsqsBackend
+
+        return VsqsBackend
+    if kind == "ddmq":
+        from .ddmq.backend import DdmqBackend
+
+        return DdmqBackend
+    raise KeyError(kind)
+
+
+def all_publish_options() -> list[tuple[str, Any]]:
+    """(kind, Option) for every backend: the CLI builds its publish flags from these."""
+    return [(k, o) for k in KINDS for o in backend_class(k).publish_options]
+
+
+def open_target(target: str | os.PathLike[str] | None, layout: str | None = "auto") -> Backend:
+    """The backend for ``target``; RootError (one line) when it is missing or holds no known store."""
+    from .fs.detect import resolve_layout
+    from .fs.root import resolve_root
+
+    path = resolve_root(target)
+    return backend_class(resolve_layout(path, layout))(path)
+
+
+def reopen(spec: dict[str, Any]) -> Backend:
+    """A backend again from :meth:`Backend.reopen_spec` (on a Spark executor)."""
+    return open_target(spec["target"], spec.get("layout") or "auto")
+
+
+__all__ = ["Backend", "open_target", "reopen", "backend_class", "all_publish_options", "KINDS"]

@@ -1,0 +1,299 @@
+"""The backend protocol: everything specific to one kind of store, behind one interface.
+
+A backend is an open target (a VSQS or ddmq root directory, an RSMQ namespace in Redis).
+Layers above it (operations, outputs, the CLI, the screens, the report, the demo) ask it:
+what it can do (:attr:`Backend.capabilities`), which options its publish takes
+(:attr:`Backend.publish_options`), which settings it has (:attr:`Backend.setting_fields`),
+and they never branch on the kind of store. Modelled on harlequin's adapter/connection
+split: :func:`qconsole.backends.open_target` is the adapter (target text -> backend),
+the backend is the connection.
+
+Methods a store cannot support raise :class:`Unsupported` (one line, exit 2); callers check
+:meth:`Backend.can` first to hide what does not apply (a VSQS root has no settings screen).
+
+Kept free of dataclasses/typing imports: ``qconsole stats`` imports this on every run.
+"""
+
+from __future__ import annotations
+
+from ..errors import QConsoleError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
+
+    from ..model import Message, QueueScan, RootScan
+    from ..payload import Payload
+    from .results import TrashBatch
+
+#: capability words (see :meth:`Backend.can`)
+SETTINGS = "settings"  # per-root/queue settings that can be read and saved
+PRIORITIES = "priorities"  # messages carry a priority that orders delivery
+TRASH = "trash"  # delete/purge are undoable through a trash
+RECOVER = "recover"  # a killed qconsole can leave claims that `recover` puts back
+PARALLEL_SCAN = "parallel_scan"  # counting can fork processes (stats/check only)
+CHECK_TYPES = "check_types"  # counting by names can also check entry types
+DELAYED = "delayed"  # the store has the `delayed` state
+WRITING = "writing"  # the store has the `writing` state (a message being written)
+CREATE_QUEUE = "create_queue"
+DELETE_QUEUE = "delete_queue"
+REDELIVERY_COUNT = "redelivery_count"  # messages carry how often they were delivered again
+
+
+class Unsupported(QConsoleError):
+    """The store has no such thing (e.g. settings on VSQS)."""
+
+
+class Option:
+    """One option a backend's operation takes (publish), declared so the CLI, the TUI form and
+    the help are built from it. ``kind``: int, float, bool, choice, int_or_bool."""
+
+    __slots__ = ("name", "kind", "help", "choices", "minimum", "flag", "short")
+
+    def __init__(self, name: str, kind: str, help: str, *, choices: Sequence[str] = (),  # noqa: A002
+                 minimum: float | None = None, flag: str | None = None, short: str | None = None) -> None:
+        self.name = name
+        self.kind = kind
+        self.help = help
+        self.choices = tuple(choices)
+        self.minimum = minimum
+        self.flag = flag or "--" + name.replace("_", "-")
+        self.short = short
+
+    def __repr__(self) -> str:
+        return f"Option({self.name!r}, {self.kind!r})"
+
+    def check(self, value: Any) -> str | None:
+        """A problem with ``value`` (one line), or None when it is acceptable."""
+        import math
+
+        if value is None:
+            return None
+        if self.kind == "choice":
+            return None if value in self.choices else f"{self.name} must be one of {', '.join(self.choices)}"
+        if self.kind == "bool":
+            return None if isinstance(value, bool) else f"{self.name} must be true or false"
+        if self.kind == "int_or_bool" and isinstance(value, bool):
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"{self.name} must be a number, got {value!r}"
+        if self.kind in ("int", "int_or_bool") and not isinstance(value, int):
+            return f"{self.name} must be an integer, got {value!r}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{self.name} must be a finite number"
+        if self.minimum == 0 and value < 0:
+            return f"{self.name} must not be negative (got {value})"
+        if self.minimum is not None and value < self.minimum:
+            return f"{self.name} must not be below {self.minimum:g} (got {value})"
+        return None
+
+
+class SettingField:
+    """One known setting: its key, kind (int, float, bool), bounds and help."""
+
+    __slots__ = ("key", "kind", "help", "minimum", "maximum")
+
+    def __init__(self, key: str, kind: str, help: str, *, minimum: float | None = None,  # noqa: A002
+                 maximum: float | None = None) -> None:
+        self.key = key
+        self.kind = kind
+        self.help = help
+        self.minimum = minimum
+        self.maximum = maximum
+
+
+class Setting:
+    """A setting's effective value and where it comes from (default, root, queue, store)."""
+
+    __slots__ = ("key", "value", "source")
+
+    def __init__(self, key: str, value: Any, source: str) -> None:
+        self.key = key
+        self.value = value
+        self.source = source
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Setting) and (self.key, self.value, self.source) == (other.key, other.value, other.source)
+
+    def __repr__(self) -> str:
+        return f"Setting({self.key!r}, {self.value!r}, {self.source!r})"
+
+
+class Backend:
+    """One open store. Subclasses set the class attributes and implement the methods.
+
+    Reading: :meth:`queue_names`, :meth:`scan`, :meth:`scan_queue`, :meth:`read_payload`,
+    :meth:`settings`. Changing (each per message atomic against live clients; a message a
+    client changed meanwhile is reported as skipped with a reason from
+    :mod:`qconsole.backends.results`, never lost): :meth:`publish`, :meth:`requeue`,
+    :meth:`remove` (delete/purge, into the trash when asked), :meth:`move`,
+    :meth:`save_settings`, :meth:`create_queue`, :meth:`trash_list`, :meth:`trash_restore`,
+    :meth:`trash_empty`, :meth:`recover`. Policy (read-only, selection, audit) is not here:
+    it is :class:`qconsole.ops.Operations`'.
+    """
+
+    #: the kind of store, as JSON and the audit log name it: vsqs, ddmq, rsmq
+    kind: str = ""
+    #: the kind as people write it (VSQS, ddmq, RSMQ)
+    title: str = ""
+    capabilities: frozenset[str] = frozenset()
+    publish_options: tuple[Option, ...] = ()
+    setting_fields: tuple[SettingField, ...] = ()
+
+    #: how the target is shown (headers, JSON `root`, audit lines): credentials removed
+    target: str = ""
+
+    # ------------------------------------------------------------------ describing
+
+    @property
+    def layout(self) -> str:
+        """The kind of store as JSON's ``layout`` field names it (the same word as :attr:`kind`)."""
+        return self.kind
+
+    def can(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+    def describe(self) -> dict[str, Any]:
+        """What the audit log and JSON say about the target (no credentials)."""
+        return {"root": self.target, "layout": self.kind}
+
+    def close(self) -> None:
+        """Release connections; a file backend holds none."""
+
+    def now(self) -> float:
+        """The store's clock in epoch seconds (Redis TIME for RSMQ, this host's for files)."""
+        import time
+
+        return time.time()
+
+    def default_audit_log(self) -> str:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ reading
+
+    def validate_queue_name(self, name: str) -> str:
+        raise NotImplementedError
+
+    def queue_names(self) -> tuple[list[str], list[str]]:
+        """(queue names, error lines)."""
+        raise NotImplementedError
+
+    def require_queue(self, name: str) -> None:
+        """UnknownQueueError when ``name`` is not a queue of this target."""
+        raise NotImplementedError
+
+    def scan(self, queues: Iterable[str] | None = None, now: float | None = None, *,
+             check_types: bool = False, jobs: int | None = 1) -> RootScan:
+        raise NotImplementedError
+
+    def scan_queue(self, name: str, now: float | None = None, *, collect: bool = False,
+                   check_types: bool = False) -> QueueScan:
+        raise NotImplementedError
+
+    def read_payload(self, msg: Message, cap: int | None) -> Payload:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ settings
+
+    def settings(self, queue: str | None) -> dict[str, Setting]:
+        raise Unsupported(f"{self.title} queues have no settings")
+
+    def parse_setting(self, key: str, text: str) -> Any:
+        raise Unsupported(f"{self.title} queues have no settings")
+
+    def validate_settings(self, values: dict[str, Any]) -> list[str]:
+        raise Unsupported(f"{self.title} queues have no settings")
+
+    def save_settings(self, queue: str | None, values: dict[str, Any], unset: Sequence[str],
+                      settle_s: float) -> int:
+        """Save; returns how many attempts it took (a concurrent rewrite can force a redo)."""
+        raise Unsupported(f"{self.title} queues have no settings (there is no config file to change)")
+
+    # ------------------------------------------------------------------ changes
+
+    def check_publish(self, options: dict[str, Any]) -> None:
+        """OperationError for an option this store does not take or a bad value."""
+        from ..errors import OperationError
+
+        from . import all_publish_options, backend_class
+
+        known = {o.name: o for o in self.publish_options}
+        for name, value in options.items():
+            if value is None:
+                continue
+            opt = known.get(name)
+            if opt is None:
+                kinds = sorted({backend_class(k).title for k, o in all_publish_options() if o.name == name})
+                whose = f": it is a {'/'.join(kinds)} option" if kinds else ""
+                raise OperationError(f"{self.title} messages have no {name.replace('_', ' ')}{whose}")
+            problem = opt.check(value)
+            if problem:
+                raise OperationError(problem)
+
+    def publish(self, queue: str, payloads: Sequence[bytes], options: dict[str, Any]) -> list[str]:
+        raise NotImplementedError
+
+    def requeue(self, queue: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
+        """Make held messages ready now: [(id, None when done else the skip reason)]."""
+        raise NotImplementedError
+
+    def remove(self, action: str, queue: str, msgs: Sequence[Message], *, use_trash: bool,
+               user: str) -> tuple[list[tuple[str, str | None]], str | None]:
+        """Delete messages (into a new trash batch when ``use_trash``): (outcomes, batch)."""
+        raise NotImplementedError
+
+    def move(self, src: str, dest: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
+        raise NotImplementedError
+
+    def create_queue(self, queue: str) -> None:
+        raise Unsupported(f"{self.kind}: creating queues is not supported")
+
+    # ------------------------------------------------------------------ trash / recovery
+
+    def trash_list(self) -> list[TrashBatch]:
+        raise Unsupported(f"{self.title} has no trash")
+
+    def trash_batch_queue(self, batch: str | None) -> tuple[str, str | None]:
+        """The batch id (newest when None) and the queue it came from; OperationError if none."""
+        raise Unsupported(f"{self.title} has no trash")
+
+    def trash_restore(self, batch: str) -> tuple[list[str], list[tuple[str, str]]]:
+        raise Unsupported(f"{self.title} has no trash")
+
+    def trash_empty(self, older_than_s: float | None) -> list[str]:
+        raise Unsupported(f"{self.title} has no trash")
+
+    def recover(self, *, force: bool = False) -> Any:
+        raise Unsupported(f"{self.kind}: nothing to recover (changes are single atomic steps)")
+
+    # ------------------------------------------------------------------ report / demo
+
+    def reopen_spec(self) -> dict[str, Any]:
+        """Plain, picklable data that :func:`qconsole.backends.reopen` turns back into this
+        backend on a Spark executor (no credentials in clear where avoidable)."""
+        return {"target": self.target, "layout": self.kind}
+
+
+def first_ready(scan: QueueScan) -> Message:
+    """The message the real consumer would take next (first ready in delivery order)."""
+    from ..errors import MessageNotFoundError
+    from ..states import READY
+
+    for msg in scan.messages or ():
+        if msg.state == READY:
+            return msg
+    raise MessageNotFoundError(f"queue {scan.name!r} has no ready message")
+
+
+def find_message(scan: QueueScan, ident: str) -> Message:
+    """The message with id (or file name) ``ident`` in a collected scan, or MessageNotFoundError."""
+    from ..errors import MessageNotFoundError
+
+    for msg in scan.messages or ():
+        if msg.id == ident or msg.relpath == ident or msg.name == ident:
+            return msg
+    raise MessageNotFoundError(f"no message {ident!r} in queue {scan.name!r}")
+
+
+next_message = first_ready

@@ -1,0 +1,276 @@
+"""What both file layouts share: a root directory, its queues, counting them (in parallel when
+asked), the trash, claims and recovery. :class:`FileBackend` is the base of the VSQS and ddmq
+backends; each adds what its layout's names and files mean."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+from ...errors import OperationError, QueueNameError, RootError, UnknownQueueError
+from ...model import QueueScan, RootScan
+from ..base import CHECK_TYPES, PARALLEL_SCAN, RECOVER, TRASH, Backend
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from types import ModuleType
+    from typing import Any
+
+    from ...model import Message
+    from ...payload import Payload
+    from ..results import TrashBatch
+
+
+def resolve_root(root: str | os.PathLike[str] | None) -> str:
+    """An absolute, readable root directory, or RootError with one clear line."""
+    if root is None or str(root) == "":
+        raise RootError("no root given: pass ROOT, --root DIR or set QCONSOLE_ROOT (try `qconsole demo`)")
+    path = os.path.abspath(os.fspath(root))
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise RootError(f"root {path} does not exist") from None
+    except PermissionError:
+        raise RootError(f"root {path}: permission denied") from None
+    except OSError as err:
+        raise RootError(f"root {path}: {err.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise RootError(f"root {path} is not a directory")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise RootError(f"root {path}: permission denied")
+    return path
+
+
+def validate_queue_name(name: str) -> str:
+    """A plain queue name: no ``/``, no NUL, not ``.``/``..``, not a dot-directory."""
+    if not name:
+        raise QueueNameError("empty queue name")
+    if "/" in name or "\0" in name or "\\" in name:
+        raise QueueNameError(f"bad queue name {name!r}: a queue name is a plain name, without '/'")
+    if name in (".", ".."):
+        raise QueueNameError(f"bad queue name {name!r}")
+    if name.startswith("."):
+        raise QueueNameError(f"bad queue name {name!r}: dot-directories are never queues")
+    return name
+
+
+class FileBackend(Backend):
+    """A validated root directory of one file layout. Subclasses set ``module`` (the layout's
+    scanner module) and implement the layout-specific changes."""
+
+    capabilities = frozenset({TRASH, RECOVER, PARALLEL_SCAN, CHECK_TYPES})
+    module: ModuleType
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.target = path
+
+    # ------------------------------------------------------------------ reading
+
+    def default_audit_log(self) -> str:
+        from ...ops import audit
+
+        return audit.default_path(self.path)
+
+    def validate_queue_name(self, name: str) -> str:
+        return validate_queue_name(name)
+
+    def queue_names(self) -> tuple[list[str], list[str]]:
+        try:
+            return self.module.list_queue_names(self.path)
+        except OSError as err:
+            raise RootError(f"cannot read root {self.path}: {err.strerror}") from None
+
+    def queue_path(self, name: str) -> str:
+        return os.path.join(self.path, validate_queue_name(name))
+
+    def is_queue_dir(self, path: str) -> bool:
+        return True
+
+    def require_queue(self, name: str) -> str:
+        """Path of an existing queue, or UnknownQueueError."""
+        path = self.queue_path(name)
+        if os.path.islink(path) or not os.path.isdir(path):
+            raise UnknownQueueError(f"no queue {name!r} in {self.path}")
+        if not self.is_queue_dir(path):
+            raise UnknownQueueError(f"{name!r} in {self.path} is not a {self.kind} queue")
+        return path
+
+    def scan_queue(
+        self, name: str, now: float | None = None, *, collect: bool = False, check_types: bool = False
+    ) -> QueueScan:
+        self.require_queue(name)
+        return self.module.scan_queue(self.path, name, now, collect=collect, check_types=check_types)
+
+    def scan(
+        self,
+        queues: Iterable[str] | None = None,
+        now: float | None = None,
+        *,
+        check_types: bool = False,
+        jobs: int | None = 1,
+    ) -> RootScan:
+        """Counts for every queue (or the named ones), from directory listings only.
+
+        By names alone unless ``check_types``: then each entry's type (from the listing,
+        no stat) also counts FIFOs, symlinks etc. named like messages as ``foreign``.
+        ``jobs``: processes to scan with (:mod:`.parallel`); None picks by the
+        root's size. Only single-threaded callers (the one-shot CLI) may ask for more than 1.
+        """
+        started = time.perf_counter()
+        now = time.time() if now is None else now
+        names, errors = self.queue_names()
+        if queues:
+            wanted = [validate_queue_name(q) for q in queues]
+            missing = [q for q in wanted if q not in names]
+            if missing:
+                raise UnknownQueueError(f"no queue {missing[0]!r} in {self.path}")
+            names = wanted
+        module, path = self.module, self.path
+
+        def scan_one(name: str) -> QueueScan:
+            return module.scan_queue(path, name, now, check_types=check_types)
+
+        if jobs == 1 or len(names) < 2:
+            scans = [scan_one(n) for n in names]
+        else:
+            from . import parallel
+
+            sizes = {n: parallel.dir_size(module.listing_dirs(path, n)) for n in names}
+            jobs = parallel.auto_jobs(list(sizes.values())) if jobs is None else min(jobs, len(names))
+            if jobs > 1:
+                done = parallel.scan_shares(parallel.plan(sizes, jobs), scan_one)
+                scans = [done[n] for n in names]
+            else:
+                scans = [scan_one(n) for n in names]
+        return RootScan(
+            root=self.path, layout=self.kind, generated_at=now,
+            duration_s=time.perf_counter() - started, queues=scans, errors=errors,
+        )
+
+    def read_payload(self, msg: Message, cap: int | None) -> Payload:
+        from ...payload import payload_from_bytes
+        from .atomic import read_file_bytes
+
+        path = os.path.join(self.require_queue(msg.queue), msg.relpath)
+        data, size = read_file_bytes(path, None if cap is None else cap + 1)
+        return payload_from_bytes(data, size, cap)
+
+    # ------------------------------------------------------------------ changes shared by both layouts
+
+    def remove(self, action: str, queue: str, msgs: Sequence[Message], *, use_trash: bool,
+               user: str) -> tuple[list[tuple[str, str | None]], str | None]:
+        import errno
+
+        from . import trash
+        from .atomic import rename_checked, unlink_quiet
+        from ..results import CHANGED
+
+        qdir = self.require_queue(queue)
+        outcomes: list[tuple[str, str | None]] = []
+        if not msgs:
+            return outcomes, None
+        batch = None
+        if use_trash:
+            batch = trash.new_batch(self.path, action, queue, self.kind, user)
+            trash.prepare_queue(self.path, batch, queue)
+        items = []
+        try:
+            for m in msgs:
+                src = os.path.join(qdir, m.relpath)
+                if batch:
+                    dst = trash.trash_path(self.path, batch, queue, m.relpath)
+                    try:
+                        ok = os.path.lexists(src) and rename_checked(src, dst)
+                    except OSError as err:
+                        if err.errno == errno.EXDEV:  # the queue is another mount than the root
+                            raise OperationError(f"{queue}: the trash is on another file system; "
+                                                 "use --no-trash") from None
+                        raise
+                    if ok:
+                        items.append({"queue": queue, "relpath": m.relpath, "id": m.id})
+                else:
+                    ok = unlink_quiet(src)
+                outcomes.append((m.id, None if ok else CHANGED))
+        finally:
+            if batch:
+                doc = trash.read_manifest(self.path, batch)
+                doc.update(complete=True, items=items)
+                trash.write_manifest(self.path, batch, doc)
+        return outcomes, batch
+
+    def move(self, src: str, dest: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
+        """Claim each message, place a copy in ``dest`` by the layout's protocol, commit."""
+        from . import claims
+        from ..results import CHANGED
+
+        src_dir = self.require_queue(src)
+        dest_dir = self.require_queue(dest)
+        outcomes: list[tuple[str, str | None]] = []
+        # oldest first, whatever their state, so DEST keeps the order they were published in
+        msgs = sorted(msgs, key=lambda m: (m.created_at or 0.0, m.id))
+        placer_for = self.move_placer(dest, dest_dir)
+        for msg in msgs:
+            claim = claims.Claim(src_dir, msg.relpath)
+            if not claim.acquire():
+                outcomes.append((msg.id, CHANGED))
+                continue
+            try:
+                data = claim.read()
+                prepare = placer_for(msg, data)
+            except (OperationError, OSError) as err:
+                claim.restore()
+                why = str(err) if isinstance(err, OperationError) else err.strerror
+                outcomes.append((msg.id, f"left as it was: {why}"))
+                continue
+            claims.transfer(claim, dest, dest_dir, prepare, data)
+            outcomes.append((msg.id, None))
+        return outcomes
+
+    def move_placer(self, dest: str, dest_dir: str) -> Any:
+        """``(msg, data) -> prepare`` for :func:`.claims.transfer` into ``dest``."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ trash / recovery
+
+    def trash_list(self) -> list[TrashBatch]:
+        from . import trash
+
+        return trash.list_batches(self.path)
+
+    def trash_batch_queue(self, batch: str | None) -> tuple[str, str | None]:
+        from . import trash
+
+        name = trash.require_batch(self.path, batch)
+        queue = trash.read_manifest(self.path, name).get("queue")
+        return name, queue if isinstance(queue, str) else None
+
+    def trash_restore(self, batch: str) -> tuple[list[str], list[tuple[str, str]]]:
+        from . import trash
+
+        return trash.restore(self.path, batch, self.ready_name)
+
+    def ready_name(self, relpath: str) -> str | None:
+        """The ready name a trashed file comes back as (in-flight ones come back ready)."""
+        raise NotImplementedError
+
+    def trash_empty(self, older_than_s: float | None) -> list[str]:
+        from . import trash
+
+        return trash.empty(self.path, older_than_s)
+
+    def recover(self, *, force: bool = False) -> Any:
+        """Put back what killed qconsole processes left claimed (see :mod:`.claims`)."""
+        from . import claims, trash
+
+        names, _errors = self.queue_names()
+        dirs = [self.path] + [os.path.join(self.path, n) for n in names]
+        dirs += [os.path.join(trash.trash_dir(self.path), b.batch) for b in trash.list_batches(self.path)]
+        return claims.recover(self.path, dirs, force=force)
+
+    def reopen_spec(self) -> dict[str, Any]:
+        return {"target": self.path, "layout": self.kind}
+
+

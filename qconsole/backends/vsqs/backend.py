@@ -1,0 +1,61 @@
+"""The VSQS backend: a root whose sub-directories are queues of ``<id>``/``<id>.<deadline>`` files."""
+
+from __future__ import annotations
+
+import os
+
+from ..base import CREATE_QUEUE, WRITING, Option
+from ..fs.root import FileBackend
+from . import layout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ...model import Message
+
+
+class VsqsBackend(FileBackend):
+    kind = "vsqs"
+    title = "VSQS"
+    module = layout
+    capabilities = FileBackend.capabilities | {WRITING, CREATE_QUEUE}
+    publish_options = (
+        Option("vsqs_clock", "choice", "Id unit: us (vsqs 0.3) or ms; default: the queue's own.",
+               choices=("us", "ms")),
+    )
+
+    def publish(self, queue: str, payloads: Sequence[bytes], options: dict[str, Any]) -> list[str]:
+        from ..fs.atomic import dir_gid
+        from . import writes
+
+        qdir = self.require_queue(queue)
+        divisor = writes.divisor_for(options.get("vsqs_clock"), self.scan_queue(queue).id_unit)
+        gid = dir_gid(qdir)
+        return [writes.publish(qdir, bytes(p), divisor, gid) for p in payloads]
+
+    def requeue(self, queue: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
+        from ..results import ALREADY_READY
+        from . import writes
+
+        qdir = self.require_queue(queue)
+        out: list[tuple[str, str | None]] = []
+        for msg in msgs:
+            reason = writes.requeue(qdir, msg.id, msg.relpath)
+            # someone requeued it first: it is ready, as asked
+            out.append((msg.id, None if reason == ALREADY_READY else reason))
+        return out
+
+    def move_placer(self, dest: str, dest_dir: str) -> Any:
+        from . import writes
+
+        prepare = writes.placer(dest_dir, writes.divisor_for(None, self.scan_queue(dest).id_unit))
+        return lambda _msg, _data: prepare
+
+    def ready_name(self, relpath: str) -> str | None:
+        parsed = layout.parse_name(relpath.rpartition("/")[2])
+        return parsed[1] if parsed else None
+
+    def create_queue(self, queue: str) -> None:
+        os.mkdir(self.queue_path(queue))
