@@ -59,6 +59,10 @@ def stats(
 ) -> None:
     """Counts by state for every queue: a table, JSON (schema qconsole.stats/1) or Prometheus text."""
     fmt = Format.json if json_ else fmt
+    if watch is not None:
+        from ..backends.fs.safety import check_duration
+
+        check_duration(watch, "--watch")  # nan/inf pass typer's min= check
     handle = open_target(pick_root(root, root_opt), layout)
 
     def once() -> None:
@@ -121,6 +125,11 @@ def check(
     from ..safetext import escape_controls
 
     try:
+        import math
+
+        for name, value in (("--warn-age", warn_age), ("--crit-age", crit_age)):
+            if value is not None and not math.isfinite(value):
+                raise QConsoleError(f"{name} must be a finite number of seconds, got {value!r}")
         scan = open_target(pick_root(root, root_opt), layout).scan(queue, check_types=check_types, jobs=jobs)
         code, line = evaluate(scan, Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired))
     except Exception as err:  # a monitoring plugin answers UNKNOWN (3), never a traceback
