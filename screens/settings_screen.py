@@ -15,7 +15,7 @@ from textual.widgets import Footer, Header, Input, Label, Static
 
 from qconsole.backends.ddmq import settings
 from qconsole.errors import QConsoleError
-from qconsole.safetext import safe_name, safe_text
+from qconsole.safetext import escape_controls, safe_name, safe_text
 from qconsole.backends import open_target as Root
 from qconsole.states import DDMQ
 
@@ -23,9 +23,11 @@ LEVELS = ("root", "queue")
 
 
 def show_value(value: Any) -> str:
+    """A value as a field shows it: controls from a shared ddmq.yaml (an OSC title, an OSC 52
+    clipboard write) are shown escaped, never sent to the terminal."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return "" if value is None else str(value)
+    return "" if value is None else escape_controls(str(value)[:4096], keep_newlines=False)
 
 
 class SettingsScreen(Screen[None]):

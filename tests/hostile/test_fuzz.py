@@ -14,15 +14,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from qconsole.backends import open_target
+from qconsole.backends.ddmq.settings import load_config
+from qconsole.backends.fs.root import validate_queue_name
 from qconsole.cli import app, register_all
 from qconsole.errors import QConsoleError
 from qconsole.ops import parse_duration
-from qconsole.scan import Root, validate_queue_name
-from qconsole.settings import load_config
 
 register_all()
 runner = CliRunner()
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                        HealthCheck.too_slow])
 
 NUMBERISH = st.one_of(
@@ -87,7 +88,7 @@ def test_vsqs_scan_and_ls_never_crash_on_any_names(names: list[str]) -> None:
                 continue
             with open(os.path.join(q, n), "w") as fh:
                 fh.write("x")
-        scan = Root(base, "vsqs").scan_queue("jobs", collect=True)
+        scan = open_target(base, "vsqs").scan_queue("jobs", collect=True)
         for m in scan.messages or ():
             assert m.id.isascii() and m.id.isdigit()
             assert m.created_at is None or math.isfinite(m.created_at)
@@ -124,7 +125,7 @@ def test_ddmq_scan_and_ls_never_crash_on_any_names(names: list[str]) -> None:
                 continue
             with open(os.path.join(q, n), "w") as fh:
                 fh.write(json.dumps({"message": "m", "id": "x"}))
-        scan = Root(base, "ddmq").scan_queue("jobs", collect=True)
+        scan = open_target(base, "ddmq").scan_queue("jobs", collect=True)
         for m in scan.messages or ():
             assert m.id.isascii() and m.id.isalnum() and "/" not in m.id
         res = runner.invoke(app, ["ls", "jobs", "-r", base, "--json"])

@@ -71,7 +71,7 @@ def journal_case(id: str, doc, **kw) -> None:
     """recover --force with a planted journal that does not validate: reported, left alone."""
     def plant(w: World) -> None:
         d = doc(w) if callable(doc) else doc
-        plant_claimed_message(w, "t0k3n001", d)
+        plant_claimed_message(w, "a0b3c001", d)
 
     def still_there(w, res, before, after) -> None:
         claims = [k for k in before if "claim-" in k]
@@ -105,33 +105,33 @@ def planted_batch(w: World, batch: str = "20200101T000000-aaaaaa", *, files: dic
 # =========================================================================== 1. qconsole's own state
 
 
-journal_case("journal-dest-dotdot", lambda w: {"token": "t0k3n001", "src": "x", "dest": "../outside",
+journal_case("journal-dest-dotdot", lambda w: {"token": "a0b3c001", "src": "x", "dest": "../outside",
                                                "commit_from": "notes.txt", "final": "x", "tmp": None})
-journal_case("journal-dest-dotdot-deep", lambda w: {"token": "t0k3n001", "src": "x", "dest": "jobs/../../outside",
+journal_case("journal-dest-dotdot-deep", lambda w: {"token": "a0b3c001", "src": "x", "dest": "jobs/../../outside",
                                                     "commit_from": "secret.key", "final": "x", "tmp": None})
-journal_case("journal-dest-absolute", lambda w: {"token": "t0k3n001", "src": "x", "dest": w.outside,
+journal_case("journal-dest-absolute", lambda w: {"token": "a0b3c001", "src": "x", "dest": w.outside,
                                                  "commit_from": "notes.txt", "final": "x", "tmp": None})
-journal_case("journal-commit-from-traversal", lambda w: {"token": "t0k3n001", "src": "x", "dest": "jobs",
+journal_case("journal-commit-from-traversal", lambda w: {"token": "a0b3c001", "src": "x", "dest": "jobs",
                                                          "commit_from": "../../outside/notes.txt", "final": "x"})
-journal_case("journal-commit-from-absolute", lambda w: {"token": "t0k3n001", "src": "x", "dest": "jobs",
+journal_case("journal-commit-from-absolute", lambda w: {"token": "a0b3c001", "src": "x", "dest": "jobs",
                                                         "commit_from": w.o("notes.txt"), "final": "x"})
-journal_case("journal-dest-nul", {"token": "t0k3n001", "src": "x", "dest": "jo\u0000bs", "commit_from": "a", "final": "b"})
-journal_case("journal-commit-from-nul", {"token": "t0k3n001", "src": "x", "dest": "jobs", "commit_from": "a\u0000b"})
+journal_case("journal-dest-nul", {"token": "a0b3c001", "src": "x", "dest": "jo\u0000bs", "commit_from": "a", "final": "b"})
+journal_case("journal-commit-from-nul", {"token": "a0b3c001", "src": "x", "dest": "jobs", "commit_from": "a\u0000b"})
 journal_case("journal-fields-wrong-types", {"token": 5, "src": [], "dest": ["jobs"], "commit_from": {"a": 1}, "final": 7})
 journal_case("journal-not-an-object", b"[1, 2, 3]")
-journal_case("journal-torn", b'{"token": "t0k3n001", "dest": "jo')
+journal_case("journal-torn", b'{"token": "a0b3c001", "dest": "jo')
 journal_case("journal-committed-claim-no-final",
-             {"token": "t0k3n001", "src": "x", "dest": "other", "commit_from": "does-not-exist", "final": "nor-this"})
-journal_case("journal-dest-is-root", {"token": "t0k3n001", "src": "x", "dest": "", "commit_from": "ddmq.yaml",
+             {"token": "a0b3c001", "src": "x", "dest": "other", "commit_from": "does-not-exist", "final": "nor-this"})
+journal_case("journal-dest-is-root", {"token": "a0b3c001", "src": "x", "dest": "", "commit_from": "ddmq.yaml",
                                       "final": "x"}, keep=("ddmq.yaml",))
-journal_case("journal-dest-dot-qconsole", {"token": "t0k3n001", "src": "x", "dest": ".qconsole",
+journal_case("journal-dest-dot-qconsole", {"token": "a0b3c001", "src": "x", "dest": ".qconsole",
                                            "commit_from": "audit.log", "final": "x"})
 
 
 def plant_bad_claim(encoded: str | callable, where: str = "jobs"):
     def plant(w: World) -> None:
         e = encoded(w) if callable(encoded) else encoded
-        w.write(f"{where}/{claim_name('cl41m001', e)}", "claimed-" + SECRET[:3] + "-payload")
+        w.write(f"{where}/{claim_name('c1a1d001', e)}", "claimed-" + SECRET[:3] + "-payload")
     return plant
 
 
@@ -146,12 +146,12 @@ for cid, encoded in [
     ("claim-rel-dot", ","),
 ]:
     case(cid, cls="state", plant=plant_bad_claim(encoded), argv=["recover", "--force"], codes=(0, 1),
-         keep=(f"jobs/{claim_name('cl41m001', encoded if isinstance(encoded, str) else 'x')}",) if isinstance(encoded, str) else ())
+         keep=(f"jobs/{claim_name('c1a1d001', encoded if isinstance(encoded, str) else 'x')}",) if isinstance(encoded, str) else ())
 
 case("claim-in-root-dir-dotdot", cls="state", plant=plant_bad_claim(",,+outside+evil", where=""),
      argv=["recover", "--force"], codes=(0, 1))
 case("claim-in-trash-batch-dotdot", cls="state",
-     plant=lambda w: (planted_batch(w), w.write(f".qconsole/trash/20200101T000000-aaaaaa/{claim_name('cl41m002', ',,+,,+,,+,,+outside+evil')}", "x")),
+     plant=lambda w: (planted_batch(w), w.write(f".qconsole/trash/20200101T000000-aaaaaa/{claim_name('c1a1d002', ',,+,,+,,+,,+outside+evil')}", "x")),
      argv=["recover", "--force"], codes=(0, 1))
 case("claim-dead-pid-no-force-dotdot", cls="state", plant=plant_bad_claim(",,+outside+evil"),
      argv=["recover"], codes=(0, 1))
@@ -160,7 +160,7 @@ case("claim-dead-pid-no-force-dotdot", cls="state", plant=plant_bad_claim(",,+ou
 def plant_claim_link(target_rel: str, kind: str = "link"):
     def plant(w: World) -> None:
         name = first_ready(w)
-        p = w.p("jobs", claim_name("l1nk0001", enc(name)))
+        p = w.p("jobs", claim_name("11bc0001", enc(name)))
         if kind == "link":
             os.symlink(w.o(target_rel), p)
         else:
@@ -183,13 +183,13 @@ case("claim-is-symlink-to-outside-0600", cls="state", plant=plant_claim_link("se
 case("claim-is-fifo", cls="state", plant=plant_claim_link("", "fifo"), argv=["recover", "--force"], codes=(0, 1),
      check=no_irregular_messages)
 case("tmp-is-symlink-to-outside", cls="state",
-     plant=lambda w: os.symlink(w.o("notes.txt"), w.p("jobs", f"{QC}tmp-{HOST}-{DEAD_PID}-tmpt0k3n")),
-     argv=["recover", "--force"], codes=(0, 1), keep=(f"jobs/{QC}tmp-{HOST}-{DEAD_PID}-tmpt0k3n",))
+     plant=lambda w: os.symlink(w.o("notes.txt"), w.p("jobs", f"{QC}tmp-{HOST}-{DEAD_PID}-e3bc0d3e")),
+     argv=["recover", "--force"], codes=(0, 1), keep=(f"jobs/{QC}tmp-{HOST}-{DEAD_PID}-e3bc0d3e",))
 case("journal-is-fifo", cls="state",
-     plant=lambda w: (plant_claimed_message(w, "f1f0t0k3", None), os.mkfifo(w.p("jobs", journal_name("f1f0t0k3")))),
+     plant=lambda w: (plant_claimed_message(w, "f1f0c0d3", None), os.mkfifo(w.p("jobs", journal_name("f1f0c0d3")))),
      argv=["recover", "--force"], codes=(0, 1))
 case("journal-is-symlink-to-outside", cls="state",
-     plant=lambda w: (plant_claimed_message(w, "l1nkt0k3", None), os.symlink(w.o("notes.txt"), w.p("jobs", journal_name("l1nkt0k3")))),
+     plant=lambda w: (plant_claimed_message(w, "11bcc0d3", None), os.symlink(w.o("notes.txt"), w.p("jobs", journal_name("11bcc0d3")))),
      argv=["recover", "--force"], codes=(0, 1))
 
 # ---- the trash and its manifests

@@ -65,7 +65,7 @@ def parse_work(name: str) -> tuple[str, str, str, str] | None:
     uid = _uuid_part(tail)
     if uid is None or not (is_ascii_digits(dl) and is_ascii_digits(prio) and is_ascii_digits(qn)):
         return None
-    if max(len(dl), len(prio), len(qn)) > MAX_DIGITS:
+    if max(len(prio), len(qn)) > MAX_DIGITS or len(dl) > MAX_DEADLINE_DIGITS:
         return None
     return dl, prio, qn, uid
 
@@ -116,11 +116,14 @@ def list_queue_names(root: str) -> tuple[list[str], list[str]]:
 
 _N = "([0-9]{1,%d})" % MAX_DIGITS  # more digits than any clock or priority writes: foreign
 _U = "([A-Za-z0-9]{1,%d})" % MAX_UID
+#: a deadline is epoch seconds: 11 digits reach the year 5138 (more is nobody's clock)
+MAX_DEADLINE_DIGITS = 11
+_D = "([0-9]{1,%d})" % MAX_DEADLINE_DIGITS
 _WAITING_RE = re.compile(rf"{_N}\.{_N}\.ddmq{_U}")
-_WORK_RE = re.compile(rf"{_N}\.{_N}\.{_N}\.ddmq{_U}")
+_WORK_RE = re.compile(rf"{_D}\.{_N}\.{_N}\.ddmq{_U}")
 #: the same names, one per line of a newline-joined listing (see _bulk_parse)
 _WAITING_LINES = re.compile(rf"\n{_N}\.{_N}\.ddmq{_U}(?=\n)")
-_WORK_LINES = re.compile(rf"\n{_N}\.{_N}\.{_N}\.ddmq{_U}(?=\n)")
+_WORK_LINES = re.compile(rf"\n{_D}\.{_N}\.{_N}\.ddmq{_U}(?=\n)")
 _GROUPS = methodcaller("groups")
 _STRING = attrgetter("string")
 _FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
