@@ -1,12 +1,38 @@
-"""Errors the core raises; the CLI turns each into one line on stderr."""
+"""Errors the core raises, their exit codes, and the one mapping from an error to the line an
+operator reads (:func:`error_line`), shared by the CLI, the typer-free fast path and the TUI."""
 
 from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """What ``qconsole`` exits with (``check`` uses Nagios' own 0/1/2/3 instead)."""
+
+    OK = 0
+    CANCELLED = 1  # the operator said no at a prompt
+    PROBLEMS = 1  # done, but some things are left for a person to look at (recover)
+    ERROR = 2  # bad input, missing root, refused operation: one line on stderr
+    INTERRUPTED = 130  # ctrl+c
 
 
 class QConsoleError(Exception):
     """An operator-facing error: ``str(err)`` is the one line shown."""
 
-    exit_code: int = 2
+    exit_code: int = ExitCode.ERROR
+
+
+def error_line(err: BaseException) -> tuple[str, int] | None:
+    """(one line, exit code) for an error an operator can act on; None for a bug (a traceback
+    is then the right thing). The line is not yet escaped for a terminal."""
+    if isinstance(err, QConsoleError):
+        return str(err), int(err.exit_code)
+    if isinstance(err, PermissionError):
+        return f"permission denied: {err.filename or err}", ExitCode.ERROR
+    if isinstance(err, OSError):
+        where = f"{err.filename}: " if err.filename else ""
+        return f"{where}{err.strerror or err}", ExitCode.ERROR
+    return None
 
 
 class RootError(QConsoleError):

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "backends"))
 
 from peers import ddmq_broker, vsqs_manager  # noqa: E402
 

@@ -167,10 +167,10 @@ def test_watch_table_redraws_in_place_on_a_terminal_and_ctrl_c_exits_0(tmp_path)
     os.close(follower)
     out = b""
 
-    def read_for(seconds: float) -> None:
+    def read_for(seconds: float, until: bytes | None = None) -> None:
         nonlocal out
         end = time.monotonic() + seconds
-        while time.monotonic() < end:
+        while time.monotonic() < end and not (until and until in out):
             import select
 
             if select.select([leader], [], [], 0.05)[0]:
@@ -180,9 +180,9 @@ def test_watch_table_redraws_in_place_on_a_terminal_and_ctrl_c_exits_0(tmp_path)
                     return
 
     try:
-        read_for(1.5)
+        read_for(30, until=b"queue  ready")  # a loaded machine can take a while to start it
         (tmp_path / "q" / "1700000000000001").touch()
-        read_for(1.0)
+        read_for(1.5)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(5) == 0
         read_for(0.2)

@@ -1,15 +1,18 @@
-"""The core, the CLI and `qconsole stats --json` never import Textual or PySpark."""
+"""The core and the CLI never import Textual, PySpark or redis; `qconsole stats` on a file root
+imports none of those and not typer either (start-up time of every monitoring run)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-HEAVY = ("textual", "pyspark")
+HEAVY = ("textual", "pyspark", "redis")
+#: what the typer-free stats path must not load either
+STATS_HEAVY = (*HEAVY, "typer", "click", "pydantic")
 
 
-def _loaded_after(code: str) -> set[str]:
-    probe = code + "\nimport sys, json\nprint(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in %r)))" % (HEAVY,)
+def _loaded_after(code: str, heavy: tuple[str, ...] = HEAVY) -> set[str]:
+    probe = code + "\nimport sys, json\nprint(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in %r)))" % (heavy,)
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     import json
@@ -27,13 +30,13 @@ def test_stats_json_run_via_main(tmp_path):
     code = (
         "import sys, io, contextlib\n"
         f"sys.argv = ['qconsole', 'stats', {str(tmp_path)!r}, '--json']\n"
-        "from qconsole.cli import main\n"
+        "from qconsole.__main__ import main\n"
         "buf = io.StringIO()\n"
         "with contextlib.redirect_stdout(buf):\n"
         "    try:\n        main()\n    except SystemExit as e:\n        assert not e.code, e.code\n"
-        "assert '\"qconsole.stats/1\"' in buf.getvalue(), buf.getvalue()\n"
+        "assert '\"qconsole.stats/' in buf.getvalue(), buf.getvalue()\n"
     )
-    assert _loaded_after(code) == set()
+    assert _loaded_after(code, STATS_HEAVY) == set()
 
 
 def test_stats_json_run_as_module_script(tmp_path):
@@ -51,4 +54,4 @@ def test_stats_json_run_as_module_script(tmp_path):
 
     env_path = os.path.dirname(sys.executable)
     code = code.replace("shutil.which('qconsole')", f"shutil.which('qconsole', path={env_path!r})")
-    assert _loaded_after(code) == set()
+    assert _loaded_after(code, STATS_HEAVY) == set()

@@ -16,10 +16,14 @@ SAFETY = os.path.join("qconsole", "backends", "fs", "safety.py")
 NOT_A_STORE = {
     # the report's Parquet/JSON output goes to the --out directory the operator names
     os.path.join("qconsole", "report", "spark_job.py"),
+    os.path.join("qconsole", "report", "inventory.py"),
     # screenshots (SVG) are written where asked; the demo roots they show are its own temp dirs
     os.path.join("screens", "shots.py"),
     # the demo's simulated producers/consumers play the *clients* on a throw-away root it made
     os.path.join("qconsole", "demo.py"),
+    os.path.join("qconsole", "backends", "fs", "demo_files.py"),
+    os.path.join("qconsole", "backends", "vsqs", "demo.py"),
+    os.path.join("qconsole", "backends", "ddmq", "demo.py"),
 }
 OS_CHANGES = {"rename", "renames", "link", "symlink", "unlink", "replace", "remove", "removedirs", "rmdir",
               "mkdir", "makedirs", "truncate", "mkfifo", "mknod"}

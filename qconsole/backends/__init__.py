@@ -19,6 +19,14 @@ KINDS = ("vsqs", "ddmq")
 LAYOUT_CHOICES = ("auto", *KINDS)
 
 
+def pick_root(positional: str | None, option: str | None) -> str | None:
+    """The target the operator chose: a positional ROOT wins over --root, which falls back to
+    $QCONSOLE_ROOT (the same rule for the typer CLI and the typer-free fast path)."""
+    import os
+
+    return positional or option or os.environ.get("QCONSOLE_ROOT") or None
+
+
 def backend_class(kind: str) -> type[Backend]:
     if kind == "vsqs":
         from .vsqs.backend import VsqsBackend
@@ -50,4 +58,4 @@ def reopen(spec: dict[str, Any]) -> Backend:
     return open_target(spec["target"], spec.get("layout") or "auto")
 
 
-__all__ = ["Backend", "open_target", "reopen", "backend_class", "all_publish_options", "KINDS"]
+__all__ = ["Backend", "open_target", "pick_root", "reopen", "backend_class", "all_publish_options", "KINDS"]

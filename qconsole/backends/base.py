@@ -139,6 +139,8 @@ class Backend:
     title: str = ""
     capabilities: frozenset[str] = frozenset()
     publish_options: tuple[Option, ...] = ()
+    #: how many leading characters of an id tables show (None: the whole id)
+    short_id_chars: int | None = None
     setting_fields: tuple[SettingField, ...] = ()
 
     #: how the target is shown (headers, JSON `root`, audit lines): credentials removed
@@ -246,6 +248,16 @@ class Backend:
     def move(self, src: str, dest: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
         raise NotImplementedError
 
+    @classmethod
+    def check_new_queue_name(cls, name: str) -> str:
+        """QueueNameError for a name this kind of store refuses (checked before a new target is made)."""
+        raise NotImplementedError
+
+    @classmethod
+    def make_target(cls, target: str) -> bool:
+        """Make a target that does not exist yet (True when it made one)."""
+        return False
+
     def create_queue(self, queue: str) -> None:
         raise Unsupported(f"{self.kind}: creating queues is not supported")
 
@@ -268,6 +280,14 @@ class Backend:
         raise Unsupported(f"{self.kind}: nothing to recover (changes are single atomic steps)")
 
     # ------------------------------------------------------------------ report / demo
+
+    @classmethod
+    def demo(cls) -> Any:
+        """The backend's ``demo`` module for ``qconsole demo``: QUEUES, PLANS, make_root(path),
+        seed_fixture(root, now), publish_options(rng), take(root, queue, timeout) -> ack | None."""
+        import importlib
+
+        return importlib.import_module(f"{__package__}.{cls.kind}.demo")
 
     def reopen_spec(self) -> dict[str, Any]:
         """Plain, picklable data that :func:`qconsole.backends.reopen` turns back into this

@@ -74,6 +74,9 @@ def _one_line_usage_errors() -> None:
     UsageError.show = show  # type: ignore[method-assign]
 
 
+_one_line_usage_errors()  # for every way in (the console script, CliRunner, the TUI's CLI)
+
+
 def main() -> None:
     from . import register_all
 
@@ -84,7 +87,6 @@ def main() -> None:
 
         print(f"qconsole {__version__}")
         return
-    _one_line_usage_errors()
     try:
         app(args=args, prog_name="qconsole")
     except KeyboardInterrupt:

@@ -10,8 +10,8 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
-from ..errors import QConsoleError
-from ..fastpath import pick_root  # noqa: F401 (shared with the typer-free stats path)
+from ..errors import ExitCode, QConsoleError, error_line
+from ..backends import pick_root  # noqa: F401 (shared with the typer-free stats path)
 from ..safetext import escape_controls
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -50,8 +50,10 @@ JobsOpt = Annotated[
 QueueArg = Annotated[str, typer.Argument(help="Queue name (a plain name: no '/' or '..').", show_default=False)]
 
 
-def fail(message: str, code: int = 2) -> "typer.Exit":
+def fail(message: str, code: int = ExitCode.ERROR) -> "typer.Exit":
     """Print one line on stderr and return the Exit to raise."""
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K")  # over a bulk change's progress line, if one is drawn
     sys.stderr.write(f"qconsole: {escape_controls(message, keep_newlines=False)}\n")
     sys.stderr.flush()
     return typer.Exit(code)
@@ -64,16 +66,12 @@ def guarded(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except QConsoleError as err:
-            raise fail(str(err), err.exit_code) from None
         except BrokenPipeError:  # `qconsole ls q | head` (an OSError: must come first)
             os._exit(0)
-        except PermissionError as err:
-            raise fail(f"permission denied: {err.filename or err}") from None
-        except OSError as err:
-            where = f"{err.filename}: " if err.filename else ""
-            raise fail(f"{where}{err.strerror or err}") from None
+        except (QConsoleError, OSError) as err:
+            line, code = error_line(err)  # type: ignore[misc]
+            raise fail(line, code) from None
         except KeyboardInterrupt:
-            raise typer.Exit(130) from None
+            raise typer.Exit(ExitCode.INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]

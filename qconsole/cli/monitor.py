@@ -33,7 +33,9 @@ def _stdout_console() -> Any:
 
 
 def _dump(doc: Any, pretty: bool) -> str:
-    return json.dumps(doc, indent=2 if pretty else None, ensure_ascii=True)
+    from ..output.jsontext import dumps
+
+    return dumps(doc, pretty=pretty)
 
 
 def _stats_once(
@@ -121,37 +123,13 @@ def check(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Nagios/Icinga plugin: one status line with perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
-    from ..output.nagios import UNKNOWN, Thresholds, evaluate
-    from ..safetext import escape_controls
+    from ..fastpath import check_line
 
-    try:
-        import math
-
-        for name, value in (("--warn-age", warn_age), ("--crit-age", crit_age)):
-            if value is not None and not math.isfinite(value):
-                raise QConsoleError(f"{name} must be a finite number of seconds, got {value!r}")
-        scan = open_target(pick_root(root, root_opt), layout).scan(queue, check_types=check_types, jobs=jobs)
-        code, line = evaluate(scan, Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired))
-    except Exception as err:  # a monitoring plugin answers UNKNOWN (3), never a traceback
-        if isinstance(err, QConsoleError):
-            msg = str(err)
-        elif isinstance(err, OSError):
-            msg = f"{err.filename}: {err.strerror}" if err.filename else (err.strerror or str(err))
-        else:
-            msg = f"internal error: {err.__class__.__name__}: {err}"
-        code, line = UNKNOWN, f"QCONSOLE UNKNOWN - {escape_controls(msg, keep_newlines=False)}"
+    thresholds = {"warn_ready": warn_ready, "crit_ready": crit_ready, "warn_age": warn_age, "crit_age": crit_age,
+                  "warn_expired": warn_expired, "crit_expired": crit_expired}
+    code, line = check_line(pick_root(root, root_opt), layout, queue, thresholds, check_types=check_types, jobs=jobs)
     sys.stdout.write(line + "\n")
     raise typer.Exit(code)
-
-
-def _sizes(queue_dir: str, relpaths: list[str]) -> dict[str, int | None]:
-    out: dict[str, int | None] = {}
-    for rel in relpaths:
-        try:
-            out[rel] = os.lstat(os.path.join(queue_dir, rel)).st_size
-        except OSError:
-            out[rel] = None  # consumed or moved since the listing
-    return out
 
 
 @app.command("ls")
@@ -167,52 +145,9 @@ def ls_(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Messages of a queue: ready ones in the order the real consumer takes them, then in-flight by deadline."""
-    from ..output.stats_json import iso_utc
+    from ..output.ls_view import write_ls
 
-    if state is not None and state not in STATES:
-        raise fail(f"unknown state {state!r}: use one of {', '.join(STATES)}")
-    handle = open_target(pick_root(None, root_opt), layout)
-    scan = handle.scan_queue(queue, collect=True)
-    msgs = [m for m in scan.messages or () if state is None or m.state == state]
-    shown = msgs[:limit] if limit else msgs
-    sizes = _sizes(handle.queue_path(queue), [m.relpath for m in shown])
-    now = scan.scanned_at
-    if json_:
-        doc = {
-            "schema": "qconsole.ls/1",
-            "root": handle.path,
-            "queue": queue,
-            "layout": handle.kind,
-            "generated_at": iso_utc(now),
-            "count": len(msgs),
-            "shown": len(shown),
-            "messages": [
-                {
-                    "position": i + 1 if m.state == "ready" else None,
-                    "id": m.id,
-                    "state": m.state,
-                    "file": m.relpath,
-                    "priority": m.priority,
-                    "created_at": None if m.created_at is None else iso_utc(m.created_at),
-                    "deadline": None if m.deadline is None else iso_utc(m.deadline),
-                    "expires_in_s": None if m.deadline is None else round(m.deadline - now, 3),
-                    "size_bytes": sizes.get(m.relpath),
-                }
-                for i, m in enumerate(shown)
-            ],
-            "warnings": scan.warnings,
-            "errors": scan.errors,
-        }
-        sys.stdout.write(_dump(doc, pretty=True) + "\n")
-        return
-    from ..output.tables import messages_table
-
-    console = _stdout_console()
-    console.print(messages_table(queue, shown, now, sizes))
-    if len(shown) < len(msgs):
-        console.print(f"{len(shown)} of {len(msgs)} shown (--limit)")
-    for w in scan.warnings:
-        console.print(f"[yellow]warning[/] {w}")
+    write_ls(pick_root(None, root_opt), layout, queue, state=state, limit=limit, as_json=json_)
 
 
 def _find(scan: Any, ident: str) -> Any:

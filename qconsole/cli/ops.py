@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..errors import ExitCode
 from ..safetext import escape_controls, safe_name
 from ..backends import open_target
 from .app import app
@@ -20,13 +21,50 @@ NoTrashOpt = Annotated[bool, typer.Option("--no-trash", help="Really unlink (no 
 IdsArg = Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...", help="Message ids (or file names).", show_default=False)]
 
 
+class Progress:
+    """``requeue: 12,000/100,000 (12%)`` on stderr, redrawn in place, for bulk changes on a terminal.
+
+    Drawn only after ``delay`` seconds (a quick change shows nothing) and at most every
+    ``every`` seconds; :meth:`close` erases the line before the summary is printed.
+    """
+
+    def __init__(self, action: str, stream: Any, *, delay: float = 0.3, every: float = 0.1) -> None:
+        import time
+
+        self.action, self.stream, self.delay, self.every = action, stream, delay, every
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        if now - self.started < self.delay or now - self.last < self.every or total < 1:
+            return
+        self.last = now
+        self.stream.write(f"\r{self.action}: {done:,}/{total:,} ({done * 100 // total}%)\x1b[K")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
 def _ops(root_opt: str | None, layout: str, read_only: bool, audit_log: str | None, *, refuse: str | None = None) -> Any:
-    """An Operations handle; read-only refuses here, before the root is even scanned."""
+    """An Operations handle; read-only refuses here, before the root is even scanned.
+
+    On a terminal (stderr), bulk changes draw a progress line (see :class:`Progress`)."""
     from ..ops import Operations, ReadOnlyError
 
     if read_only and refuse:
         raise ReadOnlyError(f"read-only mode: {refuse} refused (drop --read-only / unset QCONSOLE_READ_ONLY)")
-    return Operations(open_target(pick_root(None, root_opt), layout), read_only=read_only, audit_log=audit_log)
+    ops = Operations(open_target(pick_root(None, root_opt), layout), read_only=read_only, audit_log=audit_log)
+    if refuse and hasattr(ops.root, "progress") and sys.stderr.isatty():
+        ops.root.progress = Progress(refuse, sys.stderr)
+    return ops
 
 
 def _say(line: str) -> None:
@@ -34,6 +72,9 @@ def _say(line: str) -> None:
 
 
 def _report(ops: Any, result: Any, verbose_skips: bool = True) -> None:
+    progress = getattr(ops.root, "progress", None)
+    if progress is not None:
+        progress.close()
     _say(result.summary())
     if verbose_skips:
         for mid, reason in result.skipped[:50]:
@@ -50,7 +91,7 @@ def _confirm(question: str, yes: bool) -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise fail("refusing without a terminal to confirm: add --yes")
     if not typer.confirm(question, default=False):
-        raise fail("cancelled", 1)
+        raise fail("cancelled", ExitCode.CANCELLED)
 
 
 def _publish_options(func: Any) -> Any:
@@ -272,17 +313,12 @@ def create(
 
     With an explicit --layout, a root that does not exist yet is made too, as the clients'
     own constructors (ddmq.broker(create=True), vsqs QueueManager.get_queue) would."""
-    from ..backends import KINDS
-    from ..backends.fs.root import validate_queue_name
+    from ..ops import create_queue_in
 
-    root_path = pick_root(None, root_opt)
-    validate_queue_name(queue)  # before anything is made
-    if root_path and layout in KINDS and not read_only and not os.path.lexists(root_path):
-        from ..backends.fs import safety
-
-        safety.make_root_dir(root_path)
-    ops = _ops(root_opt, layout, read_only, audit_log, refuse="create")
-    _report(ops, ops.create_queue(queue))
+    if read_only:
+        _ops(root_opt, layout, read_only, audit_log, refuse="create")
+    ops, result = create_queue_in(pick_root(None, root_opt), layout, queue, audit_log=audit_log)
+    _report(ops, result)
 
 
 @app.command()
@@ -303,7 +339,7 @@ def recover(
     for line in rep.problems:
         _say(f"  problem: {line}")
     if rep.problems:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.PROBLEMS)
 
 
 trash_app = typer.Typer(help="Deleted and purged messages: list, restore, empty.", no_args_is_help=True,

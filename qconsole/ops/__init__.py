@@ -3,7 +3,7 @@ settings, create, trash, recover), each refused in read-only mode and written to
 
 from __future__ import annotations
 
-from .operations import Operations, parse_duration
+from .operations import Operations, create_queue_in, parse_duration
 from .result import OperationError, OpResult, ReadOnlyError, TrashBatch
 
-__all__ = ["Operations", "OpResult", "ReadOnlyError", "OperationError", "TrashBatch", "parse_duration"]
+__all__ = ["Operations", "OpResult", "ReadOnlyError", "OperationError", "TrashBatch", "parse_duration", "create_queue_in"]

@@ -232,7 +232,7 @@ class Operations:
         return self._run("config", queue, body, values={k: values[k] for k in sorted(values)},
                          unset=sorted(removing), verify=attempts)
 
-    def create_queue(self, queue: str) -> OpResult:
+    def create_queue(self, queue: str, *, made_root: bool = False) -> OpResult:
         self._guard("create")
         self.root.validate_queue_name(queue)
         names, _errors = self.root.queue_names()
@@ -243,7 +243,7 @@ class Operations:
             self.root.create_queue(queue)
             return OpResult("create", queue, done=[queue])
 
-        return self._run("create", queue, body, layout=self.root.kind)
+        return self._run("create", queue, body, layout=self.root.kind, made_root=made_root)
 
     # ------------------------------------------------------------------ trash
 
@@ -284,6 +284,21 @@ class Operations:
                     restored=report.restored, completed=report.completed, removed=report.removed_temp,
                     live=report.live, problems=report.problems)
         return report
+
+
+def create_queue_in(target: str | None, layout: str, queue: str, *, audit_log: str | None = None,
+                    source: str = "cli") -> tuple[Operations, OpResult]:
+    """Create ``queue``; with an explicit ``layout`` a target that does not exist yet is made
+    too (as the clients' own constructors do), after the queue name was checked."""
+    from ..backends import KINDS, backend_class, open_target
+
+    made_root = False
+    if target and layout in KINDS:
+        cls = backend_class(layout)
+        cls.check_new_queue_name(queue)  # nothing is made for a name that will be refused
+        made_root = cls.make_target(target)
+    ops = Operations(open_target(target, layout), audit_log=audit_log, user_action_source=source)
+    return ops, ops.create_queue(queue, made_root=made_root)
 
 
 def parse_duration(text: str) -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from ..model import QueueScan, RootScan
-from ..states import DDMQ, STATES
+from ..states import STATES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -40,8 +40,8 @@ def queue_doc(q: QueueScan, now: float) -> dict[str, Any]:
     doc["total"] = q.total
     doc["oldest_ready_age_s"] = _round(q.oldest_ready_age(now))
     doc["next_expiry_s"] = _round(q.next_expiry_in(now))
-    if q.layout == DDMQ:
-        doc["by_priority"] = q.by_priority or {}
+    if q.by_priority is not None:  # stores with priorities (ddmq)
+        doc["by_priority"] = q.by_priority
     doc["warnings"] = list(q.warnings)
     doc["errors"] = list(q.errors)
     return doc

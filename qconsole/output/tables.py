@@ -10,21 +10,21 @@ from typing import TYPE_CHECKING
 
 from ..model import Message, RootScan
 from ..safetext import safe_text
-from ..states import DDMQ, EXPIRED, INFLIGHT, READY, STATES
+from ..states import EXPIRED, INFLIGHT, READY, STATES
 from . import humanize
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
 STATE_STYLES = {READY: "green", INFLIGHT: "cyan", EXPIRED: "red", "writing": "yellow", "foreign": "magenta"}
-#: a ddmq id is 32 hex digits; this many identify it in practice (peek takes a unique prefix)
-SHORT_ID = 12
-
-
 def short_id(msg: Message) -> str:
-    """The id as the ls table shows it: ddmq's 32 hex digits cut to a unique-enough prefix."""
-    if msg.layout == DDMQ and len(msg.id) > SHORT_ID + 1:
-        return msg.id[:SHORT_ID] + "…"
+    """The id as the ls table shows it: cut to the prefix its backend says is unique enough
+    (ddmq's 32 random hex digits; peek takes a unique prefix)."""
+    from ..backends import backend_class
+
+    keep = backend_class(msg.layout).short_id_chars
+    if keep and len(msg.id) > keep + 1:
+        return msg.id[:keep] + "…"
     return msg.id
 
 

@@ -39,6 +39,7 @@ class DdmqBackend(FileBackend):
     kind = "ddmq"
     title = "ddmq"
     module = layout
+    short_id_chars = 12  # of 32 random hex digits: unique in practice
     capabilities = FileBackend.capabilities | {SETTINGS, PRIORITIES, WRITING, CREATE_QUEUE, REDELIVERY_COUNT}
     publish_options = (
         Option("priority", "int", "Priority (lower first; default from settings).", minimum=0, short="-p"),
@@ -127,6 +128,7 @@ class DdmqBackend(FileBackend):
         self.published = done  # what an interrupted publish did do (for its audit line)
         with safety.Confined(self.path) as c:
             for text in texts:
+                self.tick(len(done), len(texts))
                 body = writes.new_body(queue, text, priority=prio, timeout=options.get("timeout"), requeue=req,
                                        requeue_limit=options.get("requeue_limit"))
                 writes.publish_body(c, qdir, body)
@@ -140,6 +142,9 @@ class DdmqBackend(FileBackend):
 
         return _checked(conf.get("priority", DEFAULTS["priority"]), what)
 
+    #: messages whose copies share one durability barrier (see claims.transfer_prepared)
+    REQUEUE_BATCH = 128
+
     def requeue(self, queue: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
         from ...errors import QConsoleError
         from ..fs import claims, safety
@@ -147,24 +152,47 @@ class DdmqBackend(FileBackend):
         from . import writes
 
         qdir = self.require_queue(queue)
+        # settings read once per operation, validated as publish validates a priority
         prio = _checked(self._conf(queue).get("requeue_prio", 0), "the queue's requeue_prio")
         out: list[tuple[str, str | None]] = []
+        batch: list[tuple[str, claims.Claim, claims.Placement]] = []
         with safety.Confined(self.path) as c:
-            for msg in msgs:
-                claim = claims.Claim(c, qdir, msg.relpath)
-                if not claim.acquire():
-                    out.append((msg.id, CONSUMED))  # the consumer acked (or ddmq's clean() requeued) it first
-                    continue
-                try:
-                    body = writes.decode(claim.read(), msg.relpath)
-                    new = writes.requeued_body(body, queue, prio, msg.relpath)
-                except (QConsoleError, OSError) as err:
-                    claim.restore()
-                    why = str(err) if isinstance(err, QConsoleError) else err.strerror
-                    out.append((msg.id, f"left as it was: {why}"))
-                    continue
-                claims.transfer(claim, queue, qdir, writes.placer(c, qdir, new), b"")
-                out.append((msg.id, None))
+            gid = c.dir_gid(qdir)
+
+            def commit_batch() -> None:
+                claims.transfer_prepared(queue, [(cl, p) for _id, cl, p in batch])
+                out.extend((mid, None) for mid, _c, _p in batch)
+                batch.clear()
+
+            try:
+                for msg in msgs:
+                    self.tick(len(out) + len(batch), len(msgs))
+                    claim = claims.Claim(c, qdir, msg.relpath)
+                    if not claim.acquire():
+                        out.append((msg.id, CONSUMED))  # the consumer acked (or ddmq's clean() requeued) it first
+                        continue
+                    try:
+                        body = writes.decode(claim.read(), msg.relpath)
+                        new = writes.requeued_body(body, queue, prio, msg.relpath)
+                    except (QConsoleError, OSError) as err:
+                        claim.restore()
+                        why = str(err) if isinstance(err, QConsoleError) else err.strerror
+                        out.append((msg.id, f"left as it was: {why}"))
+                        continue
+                    try:
+                        tmp = claims.write_tmp(c, qdir, writes.encode(new), claim.token, gid, sync=False)
+                    except BaseException:
+                        c.unlink(os.path.join(qdir, claims.owned_name(claims.TMP, claim.token)))
+                        claim.restore()
+                        raise
+                    batch.append((msg.id, claim, claims.Placement(qdir, tmp, new["filename"], tmp)))
+                    if len(batch) >= self.REQUEUE_BATCH:
+                        commit_batch()
+                commit_batch()
+            except BaseException:
+                claims.undo_prepared([(cl, p) for _id, cl, p in batch])  # claimed, not committed: put back
+                raise
+        self.tick(len(msgs), len(msgs))
         return out
 
     def move_placer(self, c: Any, dest: str, dest_dir: str) -> Any:

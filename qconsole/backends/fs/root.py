@@ -14,7 +14,7 @@ from ..base import CHECK_TYPES, PARALLEL_SCAN, RECOVER, TRASH, Backend
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from types import ModuleType
     from typing import Any
 
@@ -52,6 +52,12 @@ class FileBackend(Backend):
 
     capabilities = frozenset({TRASH, RECOVER, PARALLEL_SCAN, CHECK_TYPES})
     module: ModuleType
+    #: ``(done, total)`` called as a bulk change goes (the CLI's progress line on a terminal)
+    progress: Callable[[int, int], None] | None = None
+
+    def tick(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done, total)
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -66,6 +72,20 @@ class FileBackend(Backend):
 
     def validate_queue_name(self, name: str) -> str:
         return validate_queue_name(name)
+
+    @classmethod
+    def check_new_queue_name(cls, name: str) -> str:
+        return validate_queue_name(name)
+
+    @classmethod
+    def make_target(cls, target: str) -> bool:
+        from . import safety
+
+        path = os.path.abspath(target)
+        if os.path.lexists(path):
+            return False
+        safety.make_root_dir(path)
+        return True
 
     def queue_names(self) -> tuple[list[str], list[str]]:
         try:
@@ -182,6 +202,7 @@ class FileBackend(Backend):
             items: list[dict[str, Any]] = []
             try:
                 for m in msgs:
+                    self.tick(len(outcomes), len(msgs))
                     src = os.path.join(qdir, safety.check_relpath(m.relpath))
                     if filling:
                         try:
@@ -215,6 +236,7 @@ class FileBackend(Backend):
         with safety.Confined(self.path) as c:
             placer_for = self.move_placer(c, dest, dest_dir)  # refuses bad DEST settings before any claim
             for msg in msgs:
+                self.tick(len(outcomes), len(msgs))
                 claim = claims.Claim(c, src_dir, msg.relpath)
                 if not claim.acquire():
                     outcomes.append((msg.id, CHANGED))
@@ -252,7 +274,7 @@ class FileBackend(Backend):
     def trash_restore(self, batch: str) -> tuple[list[str], list[tuple[str, str]]]:
         from . import trash
 
-        return trash.restore(self.path, batch, self.ready_name, self.message_id, self.is_queue_dir)
+        return trash.restore(self.path, batch, self.ready_name, self.message_id, self.is_queue_dir, self.tick)
 
     def message_id(self, name: str) -> str | None:
         """The id a queue file name carries in any state (None: not a message name)."""

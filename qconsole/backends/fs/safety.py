@@ -254,18 +254,26 @@ class Confined:
 
     def entries(self, path: str) -> list[tuple[str, str]]:
         """(name, kind) of a directory's entries, kind ``file``/``dir``/``link``/``other``; no link followed."""
-        fd = self.dir(path)
         out = []
-        for name in os.listdir(fd):
-            try:
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            mode = st.st_mode
-            kind = ("file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode)
-                    else "link" if stat.S_ISLNK(mode) else "other")
-            out.append((name, kind))
+        # the entry's own type from the listing (a stat only where the file system gives none)
+        with os.scandir(self.dir(path)) as it:
+            for e in it:
+                try:
+                    kind = ("link" if e.is_symlink() else "file" if e.is_file(follow_symlinks=False)
+                            else "dir" if e.is_dir(follow_symlinks=False) else "other")
+                except OSError:
+                    continue
+                out.append((e.name, kind))
         return out
+
+    def fsync(self, path: str) -> None:
+        """fsync a file below the root (opened read-only, never through a link)."""
+        fd, name = self.at(path)
+        f = os.open(name, _READ_FLAGS, dir_fd=fd)
+        try:
+            os.fsync(f)
+        finally:
+            os.close(f)
 
     def dir_gid(self, path: str) -> int:
         return os.fstat(self.dir(path)).st_gid

@@ -199,12 +199,13 @@ def _lock_alive(c: safety.Confined, path: str) -> bool:
 
 
 def restore(root: str, batch: str, ready_name: Callable[[str], str | None], msg_id: Callable[[str], str | None],
-            is_queue: Callable[[str], bool]) -> tuple[list[str], list[tuple[str, str]]]:
+            is_queue: Callable[[str], bool],
+            tick: Callable[[int, int], None] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
     """Move a batch back: (restored queue/names, [(relpath, reason)]).
 
     ``ready_name``: the layout's ready name for a trashed relpath (None: not a message name);
     ``msg_id``: the id a queue file name carries (None: not a message); ``is_queue``: whether
-    a queue directory is one of this layout.
+    a queue directory is one of this layout; ``tick(done, total)``: progress.
     """
     done: list[str] = []
     skipped: list[tuple[str, str]] = []
@@ -214,7 +215,10 @@ def restore(root: str, batch: str, ready_name: Callable[[str], str | None], msg_
         lock = _lock(c, batch, "restore")
         try:
             live: dict[str, dict[str, list[str]]] = {}
-            for queue, rel in _files(c, batch):
+            files = _files(c, batch)
+            for queue, rel in files:
+                if tick is not None:
+                    tick(len(done) + len(skipped), len(files))
                 src = os.path.join(batch_dir(root, batch), FILES, queue, rel)
                 reason = _restore_one(c, root, queue, rel, src, ready_name, msg_id, is_queue, live, done)
                 if reason:

@@ -39,6 +39,7 @@ class VsqsBackend(FileBackend):
             done: list[str] = []
             self.published = done  # what an interrupted publish did do (for its audit line)
             for p in payloads:
+                self.tick(len(done), len(payloads))
                 done.append(writes.publish(c, qdir, bytes(p), divisor, gid))
         return done
 
@@ -51,6 +52,7 @@ class VsqsBackend(FileBackend):
         out: list[tuple[str, str | None]] = []
         with safety.Confined(self.path) as c:
             for msg in msgs:
+                self.tick(len(out), len(msgs))
                 reason = writes.requeue(c, qdir, msg.id, msg.relpath)
                 # someone requeued it first: it is ready, as asked
                 out.append((msg.id, None if reason == ALREADY_READY else reason))
