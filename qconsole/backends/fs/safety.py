@@ -45,6 +45,8 @@ MAX_YAML_BYTES = 1 << 20
 MAX_YAML_ALIASES = 64
 MAX_YAML_DEPTH = 32
 MAX_YAML_INT_DIGITS = 64
+#: nodes of the document with every alias expanded (what printing it would produce)
+MAX_YAML_NODES = 10_000
 #: qconsole's own JSON state (journals, manifests): bounded so a planted file cannot stall us
 MAX_JOURNAL_BYTES = 64 << 10
 MAX_MANIFEST_BYTES = 64 << 20
@@ -602,6 +604,8 @@ def _limited_loader() -> Any:
             super().__init__(stream)
             self._aliases = 0
             self._depth = 0
+            self._weights: dict[int, int] = {}
+            self._keep: list[Any] = []
 
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
@@ -612,9 +616,24 @@ def _limited_loader() -> Any:
             if self._depth > MAX_YAML_DEPTH:
                 raise _YamlLimit(f"nested deeper than {MAX_YAML_DEPTH} levels (refused)")
             try:
-                return super().compose_node(parent, index)
+                node = super().compose_node(parent, index)
             finally:
                 self._depth -= 1
+            # a few aliases can still double a node at every level: count the expanded size
+            weights = self._weights
+            w = weights.get(id(node))
+            if w is None:
+                if isinstance(node, yaml.SequenceNode):
+                    w = 1 + sum(weights.get(id(n), 1) for n in node.value)
+                elif isinstance(node, yaml.MappingNode):
+                    w = 1 + sum(weights.get(id(k), 1) + weights.get(id(v), 1) for k, v in node.value)
+                else:
+                    w = 1
+                weights[id(node)] = w
+                self._keep.append(node)  # ids stay unique while the loader lives
+            if w > MAX_YAML_NODES:
+                raise _YamlLimit(f"more than {MAX_YAML_NODES} values with aliases expanded (refused: alias expansion)")
+            return node
 
         def construct_yaml_int(self, node: Any) -> Any:
             digits = sum(ch.isdigit() for ch in str(node.value))
