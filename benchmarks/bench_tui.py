@@ -24,6 +24,15 @@ TARGET_PAINT_S = 0.5
 TARGET_TICK_S = 0.1
 
 
+def rss_mb() -> float:
+    """Resident memory of this process now (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+    except OSError:
+        return 0.0
+
+
 def build(base: str, n: int) -> str:
     """``n`` ready messages plus 1% in flight, µs ids as vsqs 0.3 writes them."""
     q = os.path.join(base, "big")
@@ -42,9 +51,9 @@ def build(base: str, n: int) -> str:
 
 
 async def run(root: str) -> dict[str, float]:
-    from screens.app import QConsoleApp
-    from screens.message_list import MessageList
-    from screens.queue_screen import QueueScreen
+    from qconsole.screens.app import QConsoleApp
+    from qconsole.screens.message_list import MessageList
+    from qconsole.screens.queue_screen import QueueScreen
 
     app = QConsoleApp(Root(root), interval=0, live_countdown=False, audit_log=os.devnull)
     out: dict[str, float] = {}
@@ -59,6 +68,7 @@ async def run(root: str) -> dict[str, float]:
     async with app.run_test(size=(80, 24)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
+        rss0 = rss_mb()
         t0 = time.perf_counter()
         await pilot.press("enter")  # "big" sorts first
         while not painted:
@@ -71,6 +81,7 @@ async def run(root: str) -> dict[str, float]:
         while not filled:
             await asyncio.sleep(0.002)
         out["first_paint_s"] = filled[0] - t0
+        out["rss_growth_mb"] = rss_mb() - rss0
         screen = app.screen
         assert isinstance(screen, QueueScreen)
         lst = screen.query_one(MessageList)
@@ -116,6 +127,7 @@ def main() -> None:
     ok = "OK" if r["tick_cpu_s"] < TARGET_TICK_S else "SLOW"
     print(f"CPU per refresh tick:               {r['tick_cpu_s'] * 1000:.1f} ms (target < {TARGET_TICK_S * 1000:.0f} ms) {ok}")
     print(f"CPU per cursor key press:           {r['keypress_cpu_s'] * 1000:.1f} ms")
+    print(f"memory added by the open queue:     {r['rss_growth_mb']:.0f} MB (resident)")
     print(f"full rescan in the worker thread:   {r['rescan_thread_s']:.3f} s (off the event loop)")
 
 

@@ -139,15 +139,36 @@ class Simulation:
 
 @contextlib.contextmanager
 def demo_session(directory: str | None = None) -> Iterator[tuple[list[str], Simulation]]:
-    """Create the demo roots (in ``directory``, kept; or a temp dir, removed), run the simulation."""
+    """Create the demo roots (in ``directory``, kept; or a temp dir, removed), run the simulation.
+
+    The temp dir is removed on a normal exit and also when the terminal goes away (SIGHUP, an
+    SSH drop) or the process is told to stop (SIGTERM): no ``qconsole-demo-*`` is left behind.
+    """
+    import signal
+
     base = os.path.abspath(directory) if directory else tempfile.mkdtemp(prefix="qconsole-demo-")
+    sim: Simulation | None = None
+
+    def clean_up() -> None:
+        if sim is not None:
+            sim.stop()
+        if not directory:
+            shutil.rmtree(base, ignore_errors=True)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        clean_up()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)  # then die of the signal, as without the handler
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, on_signal)
     try:
         roots = [make_root(kind, os.path.join(base, kind)) for kind in FILE_KINDS]
         sim = Simulation(*roots).start()
-        try:
-            yield roots, sim
-        finally:
-            sim.stop()
+        yield roots, sim
     finally:
-        if not directory:
-            shutil.rmtree(base, ignore_errors=True)
+        clean_up()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -33,6 +33,8 @@ class Payload:
     #: set when the file was not what its layout promises (corrupt JSON, ...)
     error: str | None = None
     parsed: Any = None  # the payload parsed as JSON, when kind == json and not truncated
+    #: how often the store delivered it again (ddmq requeue_counter, RSMQ receive count); None: unknown
+    redeliveries: int | None = None
 
     def text(self) -> str:
         return self.body.decode("utf-8", errors="backslashreplace")

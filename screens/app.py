@@ -1,8 +1,13 @@
-"""The Textual application: holds the roots, the clock and the operations; pushes the root screen."""
+"""The Textual application: holds the roots, the clock and the operations; pushes the root screen.
+
+It imports the screens (never the reverse): screens reach it through
+:func:`qconsole.screens.services.services` and messages.
+"""
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -11,11 +16,24 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from qconsole.backends import Backend
 from qconsole.errors import QConsoleError
+from qconsole.output import humanize
+from qconsole.output.nagios import Thresholds
 from qconsole.safetext import escape_controls, safe_name
-from qconsole.backends import open_target as Root
+
+from .help_screen import HelpScreen
+from .log_screen import LogEntry, LogScreen
+from .peek_screen import PeekScreen
+from .publish_screen import PublishScreen
+from .queue_screen import QueueScreen
+from .root_screen import RootScreen
+from .settings_screen import SettingsScreen
+from .trash_screen import TrashScreen
 
 Clock = Callable[[], float]
+#: notifications kept for the message log
+LOG_SIZE = 200
 
 
 class QConsoleApp(App[None]):
@@ -26,12 +44,13 @@ class QConsoleApp(App[None]):
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
         Binding("question_mark", "help", "Keys", id="app.help"),
+        Binding("L", "log", "Log", show=False, id="app.log"),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="app.quit"),
     ]
 
     def __init__(
         self,
-        roots: Root | list[Root],
+        roots: Backend | list[Backend],
         *,
         interval: float = 2.0,
         read_only: bool = False,
@@ -39,9 +58,12 @@ class QConsoleApp(App[None]):
         clock: Clock = time.time,
         live_countdown: bool = True,
         timer: Clock = time.perf_counter,
+        poison_threshold: int = 3,
+        thresholds: Thresholds | None = None,
+        colors: int | None = None,
     ) -> None:
         super().__init__()
-        self.roots: list[Root] = roots if isinstance(roots, list) else [roots]
+        self.roots: list[Backend] = roots if isinstance(roots, list) else [roots]
         self.interval = interval
         self.read_only = read_only
         self.audit_log = audit_log
@@ -50,17 +72,39 @@ class QConsoleApp(App[None]):
         self.live_countdown = live_countdown
         #: measures scan durations (snapshots pass a constant so the status line is stable)
         self.timer = timer
+        #: redeliveries from which a message counts as dead-letter (report's poison list)
+        self.poison_threshold = poison_threshold
+        #: `check`'s thresholds: rows past them stand out on the root screen
+        self.thresholds = thresholds or Thresholds()
+        #: colours of the terminal (16, 256, or None: ask the console); 16 picks the ANSI palette
+        self.terminal_colors = colors
+        #: peek: the metadata pane hidden (the operator's choice holds across messages)
+        self.peek_wide = False
         self._ops: dict[int, Any] = {}
+        #: every notification of this session (toasts vanish and are cut at 80 columns)
+        self.log_entries: deque[LogEntry] = deque(maxlen=LOG_SIZE)
+        #: (root, trash batch, queue, what) of this session's deletes/purges, newest last: `u` undoes
+        self.undo_stack: list[tuple[Backend, str, str | None, str]] = []
         self.title = "qconsole · READ-ONLY" if read_only else "qconsole"
-        self.sub_title = "  ".join(safe_name(r.path) for r in self.roots)
+        self.sub_title = "  ".join(safe_name(r.target) for r in self.roots)
 
     def on_mount(self) -> None:
-        from .root_screen import RootScreen
-
+        if self.sixteen_colours():
+            # Theme colours are RGB: on a 16-colour terminal they fall to the nearest ANSI colour,
+            # so yellow read as bright red and the cursor as an alarm. The ANSI theme uses the
+            # terminal's own colours, as the operator configured them.
+            self.theme = "ansi-dark"
         self.push_screen(RootScreen())
 
+    def sixteen_colours(self) -> bool:
+        if self.terminal_colors is not None:
+            return self.terminal_colors <= 16
+        if self.is_headless:
+            return False  # tests and screenshots say which palette they want
+        return self.console.color_system in ("standard", "windows")
+
     # -- operations -------------------------------------------------------------------------
-    def operations(self, root: Root) -> Any:
+    def operations(self, root: Backend) -> Any:
         """The Operations handle of a root (created once); QConsoleError when unavailable."""
         key = id(root)
         if key not in self._ops:
@@ -75,17 +119,17 @@ class QConsoleApp(App[None]):
     def refuse_if_read_only(self, what: str) -> bool:
         """True (and says so) when a change is not allowed."""
         if self.read_only:
-            self.notify(f"read-only: {what} refused", severity="warning", markup=False)
+            self.say(f"read-only: {what} refused", "warning")
             return True
         return False
 
-    def run_operation(self, root: Root, label: str, call: Callable[[Any], Any],
+    def run_operation(self, root: Backend, label: str, call: Callable[[Any], Any],
                       done: Callable[[Any], None] | None = None) -> None:
         """Run ``call(operations)`` in a thread; report its summary; then ``done(result)``."""
         self._operation_worker(root, label, call, done)
 
     @work(thread=True, exit_on_error=False, group="ops")
-    def _operation_worker(self, root: Root, label: str, call: Callable[[Any], Any],
+    def _operation_worker(self, root: Backend, label: str, call: Callable[[Any], Any],
                           done: Callable[[Any], None] | None) -> None:
         try:
             result = call(self.operations(root))
@@ -97,26 +141,59 @@ class QConsoleApp(App[None]):
             result = None
         else:
             summary = result.summary() if hasattr(result, "summary") else f"{label}: done"
+            batch = getattr(result, "batch", None)
+            if batch and getattr(result, "action", "") in ("delete", "purge"):
+                entry = (root, batch, getattr(result, "queue", None), summary)
+                self.call_from_thread(self.undo_stack.append, entry)
+                summary += "  (u undoes)"
             self.call_from_thread(self.say, summary, "information")
         if done is not None:
             self.call_from_thread(done, result)
 
+    def undo_last(self, after: Callable[[Any], None] | None = None) -> None:
+        """Restore this session's last delete or purge from the trash."""
+        if self.refuse_if_read_only("undo"):
+            return
+        if not self.undo_stack:
+            self.say("nothing to undo: no delete or purge in this session", "warning")
+            return
+        root, batch, _queue, _what = self.undo_stack.pop()
+        self.run_operation(root, "undo", lambda ops: ops.trash_restore(batch), after)
+
     def say(self, text: str, severity: str = "information") -> None:
-        """A notification of untrusted text: controls escaped, markup off."""
+        """A notification of untrusted text: controls escaped, markup off; kept in the log."""
         self.notify(escape_controls(text, keep_newlines=False), severity=severity, markup=False)  # type: ignore[arg-type]
 
-    # -- help and command palette ---------------------------------------------------------
-    def action_help(self) -> None:
-        from .help_screen import HelpScreen
+    def notify(self, message: str, *, title: str = "", severity: str = "information",  # type: ignore[override]
+               timeout: float | None = None, markup: bool = True) -> None:
+        self.log_entries.append(LogEntry(self.clock(), severity, message if not markup else escape_controls(message)))
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)  # type: ignore[arg-type]
 
+    # -- help, log and command palette ------------------------------------------------------
+    def help_sections(self) -> list[tuple[str, type]]:
+        return [("Root screen", RootScreen), ("Queue screen", QueueScreen), ("Peek", PeekScreen),
+                ("Trash", TrashScreen), ("Settings", SettingsScreen), ("Publish", PublishScreen),
+                ("Everywhere", QConsoleApp)]
+
+    def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(self.help_sections(), self.read_only))
+
+    def action_log(self) -> None:
+        if not isinstance(self.screen, LogScreen):
+            self.push_screen(LogScreen(list(self.log_entries)))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         # every key of the current screen is also a palette command
         for binding in getattr(screen, "BINDINGS", ()):
             if isinstance(binding, Binding) and binding.description:
+                if self.read_only and binding.action in getattr(screen, "MUTATING", ()):
+                    continue
                 action = binding.action
                 yield SystemCommand(binding.description, f"key {binding.key}",
                                     lambda a=action, s=screen: self.call_later(s.run_action, a))
+
+
+def clock_text(at: float) -> str:
+    return humanize.clock(at)[11:]

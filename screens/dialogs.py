@@ -1,4 +1,4 @@
-"""Small modal dialogs: a yes/no question and a queue picker."""
+"""Small modal dialogs: a yes/no question, a typed confirmation, a queue picker, a file name."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, OptionList
+from textual.widgets import Button, Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from qconsole.safetext import safe_text
@@ -44,6 +44,68 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class TypedConfirmScreen(ModalScreen[bool]):
+    """For what cannot be taken back lightly (purge): the operator types the queue's name."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="typed.cancel")]
+
+    def __init__(self, question: str, detail: str, expected: str) -> None:
+        super().__init__()
+        self.question = question
+        self.detail = detail
+        self.expected = expected
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(safe_text(self.question, keep_newlines=False), classes="question")
+            yield Label(safe_text(self.detail), classes="detail")
+            yield Label(safe_text(f"Type {self.expected} and press enter (esc cancels):", keep_newlines=False),
+                        classes="detail")
+            yield Input(placeholder=safe_text(self.expected, keep_newlines=False).plain, id="typed")
+            yield Label("", id="typed-error", classes="detail")
+
+    def on_mount(self) -> None:
+        self.query_one("#typed", Input).focus()
+
+    @on(Input.Submitted, "#typed")
+    def _submitted(self, event: Input.Submitted) -> None:
+        if event.value == self.expected:
+            self.dismiss(True)
+            return
+        self.query_one("#typed-error", Label).update(safe_text("that is not the queue's name: nothing done",
+                                                               style="red"))
+        event.input.value = ""
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+class AskTextScreen(ModalScreen[str | None]):
+    """One line of text (a file name to save to); escape cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="ask.cancel")]
+
+    def __init__(self, question: str, value: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(safe_text(self.question, keep_newlines=False), classes="question")
+            yield Input(self.value, id="ask")
+
+    def on_mount(self) -> None:
+        self.query_one("#ask", Input).focus()
+
+    @on(Input.Submitted, "#ask")
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 class PickQueueScreen(ModalScreen[str | None]):

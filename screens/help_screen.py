@@ -1,6 +1,12 @@
-"""`?`: every key of every screen, from the bindings themselves (so it never goes stale)."""
+"""`?`: every key of every screen, from the bindings themselves (so it never goes stale).
+
+The app hands this screen the (title, screen class) pairs to list, so it imports no other
+screen.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -10,41 +16,45 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-
-def _key_name(key: str) -> str:
-    names = {"question_mark": "?", "slash": "/", "space": "space", "escape": "esc"}
-    return ",".join(names.get(k, k) for k in key.split(","))
+KEY_NAMES = {"question_mark": "?", "slash": "/", "space": "space", "escape": "esc", "less_than_sign": "<",
+             "greater_than_sign": ">"}
 
 
-def keys_table() -> Table:
-    from .app import QConsoleApp
-    from .peek_screen import PeekScreen
-    from .publish_screen import PublishScreen
-    from .queue_screen import QueueScreen
-    from .root_screen import RootScreen
-    from .settings_screen import SettingsScreen
+def key_name(key: str) -> str:
+    return ",".join(KEY_NAMES.get(k, k) for k in key.split(","))
 
+
+def keys_table(sections: Sequence[tuple[str, type]], read_only: bool = False) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column()
-    for title, cls in (("Root screen", RootScreen), ("Queue screen", QueueScreen), ("Peek", PeekScreen),
-                       ("Settings", SettingsScreen), ("Publish", PublishScreen), ("Everywhere", QConsoleApp)):
+    for title, cls in sections:
         table.add_row(Text(title, style="bold underline"), "")
+        mutating = getattr(cls, "MUTATING", frozenset())
         for b in cls.BINDINGS:
             if isinstance(b, Binding) and b.description:
-                table.add_row(_key_name(b.key), b.description)
+                if read_only and b.action in mutating:
+                    continue  # read-only: the key does nothing, so it is not offered
+                table.add_row(key_name(b.key), b.description)
     table.add_row("ctrl+p", "command palette (every action by name)")
-    table.add_row("arrows", "move (also pgup/pgdn, home/end)")
+    table.add_row("arrows", "move (also j/k, pgup/pgdn, home/end)")
     return table
 
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
 
+    def __init__(self, sections: Sequence[tuple[str, type]], read_only: bool = False) -> None:
+        super().__init__()
+        self.sections = list(sections)
+        self.read_only = read_only
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog", id="help"):
-            yield Static(Text("Keys  (destructive actions ask first; --read-only refuses them)", style="bold"))
-            yield Static(keys_table())
+            head = "Keys  (destructive actions ask first"
+            head += "; READ-ONLY: changes are not offered)" if self.read_only else ")"
+            yield Static(Text(head, style="bold"))
+            yield Static(keys_table(self.sections, self.read_only))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,11 +1,14 @@
 """A virtual list of messages: draws only the lines on screen, so 100k messages cost nothing.
 
 Countdowns are computed at draw time from each message's deadline and the app clock, so a
-one-second ``refresh()`` makes them tick without rescanning.
+one-second ``refresh()`` makes them tick without rescanning. Payload details (preview, size,
+redeliveries) are read lazily for the rows on screen only: the list asks its screen for them
+with :class:`MessageList.NeedDetails` and draws what the cache holds.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from rich.segment import Segment
@@ -26,21 +29,53 @@ from qconsole.states import EXPIRED, INFLIGHT, READY
 WARN_S = 30.0
 DANGER_S = 10.0
 
-#: column widths; the state column fits "inflight" plus a gap, so no value runs into the next
-STATE_W = 9
-ID_W = 32
-HEADER = f"  {'#':>7} {'state':<{STATE_W}} {'id':<{ID_W}} {'prio':>4} {'age':>7} {'expires':>8}"
+#: fixed column widths; the state column fits "inflight", ids get up to ID_MAX
+POS_W = 6
+STATE_W = 8
+ID_MAX = 32
+PRIO_W = 4
+AGE_W = 6
+EXP_W = 9
+SIZE_W = 5
+RD_W = 2
+#: a preview narrower than this says nothing: the column is left out
+PREVIEW_MIN = 8
+
+#: ANSI colour names only, so a 16-colour terminal shows the intended colour (see the app's palette)
+STATE_STYLE = {READY: Style(), INFLIGHT: Style(color="green"), EXPIRED: Style(color="red", bold=True)}
+OTHER_STATE_STYLE = Style(color="yellow")
+PREVIEW_STYLE = Style(color="cyan")
+COUNTDOWN_STYLE = {
+    "": Style(color="green"), "warn": Style(color="yellow", bold=True),
+    "danger": Style(color="red", bold=True), "expired": Style(color="red", bold=True, reverse=True),
+}
+
+
+class Details:
+    """What the list shows of a payload: a one-line preview, its size, its redeliveries."""
+
+    __slots__ = ("preview", "size", "redeliveries")
+
+    def __init__(self, preview: str, size: int | None, redeliveries: int | None) -> None:
+        self.preview = preview
+        self.size = size
+        self.redeliveries = redeliveries
 
 
 def countdown(msg: Message, now: float) -> tuple[str, str]:
-    """(text, level) for a message: level is '', 'warn', 'danger' or 'expired'."""
+    """(text, level) for a message: level is '', 'warn', 'danger' or 'expired'.
+
+    Whole seconds left are rounded up, so each second shows once (ddmq deadlines are whole
+    seconds: rounding to nearest showed ``1s`` for two ticks). An expired message shows how
+    long ago it expired.
+    """
     if msg.deadline is None or msg.state not in (INFLIGHT, EXPIRED):
         return "", ""
     left = msg.deadline - now
     if left <= 0:
-        return "EXPIRED", "expired"
+        return f"{humanize.duration(math.floor(-left))} ago", "expired"
     level = "danger" if left <= DANGER_S else "warn" if left <= WARN_S else ""
-    return humanize.duration(max(1.0, left)), level
+    return humanize.duration(math.ceil(left)), level
 
 
 def shown_state(msg: Message, now: float) -> str:
@@ -50,18 +85,66 @@ def shown_state(msg: Message, now: float) -> str:
     return msg.state
 
 
+def short_size(n: int | None) -> str:
+    """Sizes in at most 5 characters: 512B, 1.2K, 34K, 5.1M."""
+    if n is None:
+        return ""
+    value = float(n)
+    for unit in ("B", "K", "M", "G"):
+        if value < 1000 or unit == "G":
+            if unit == "B":
+                return f"{int(value)}B"
+            return f"{value:.1f}{unit}" if value < 10 else f"{value:.0f}{unit}"
+        value /= 1024
+    return f"{n}B"
+
+
+class Columns:
+    """Which columns fit a width, and where they start: the header and every row agree."""
+
+    def __init__(self, width: int, id_width: int, priorities: bool, redeliveries: bool) -> None:
+        self.id_w = max(8, min(ID_MAX, id_width))
+        self.prio = priorities
+        fixed = 2 + POS_W + 1 + STATE_W + 1 + self.id_w + (1 + PRIO_W if priorities else 0) + 1 + AGE_W + 1 + EXP_W
+        room = width - fixed
+        # optional columns in the order they are given up as the width shrinks: preview first
+        self.rd = redeliveries and room >= 1 + RD_W
+        room -= (1 + RD_W) if self.rd else 0
+        self.size = room >= 1 + SIZE_W
+        room -= (1 + SIZE_W) if self.size else 0
+        self.preview_w = room - 1 if room - 1 >= PREVIEW_MIN else 0
+
+    @property
+    def wants_details(self) -> bool:
+        return self.rd or self.size or self.preview_w > 0
+
+    def header(self) -> str:
+        t = f"  {'#':>{POS_W}} {'state':<{STATE_W}} {'id':<{self.id_w}}"
+        if self.prio:
+            t += f" {'prio':>{PRIO_W}}"
+        t += f" {'age':>{AGE_W}} {'expires':>{EXP_W}}"
+        if self.rd:
+            t += f" {'rd':>{RD_W}}"
+        if self.size:
+            t += f" {'size':>{SIZE_W}}"
+        if self.preview_w:
+            t += " payload"
+        return t
+
+
+#: the header at 80 columns for 32-character ids with priorities (tests and docs)
+HEADER = Columns(80, 32, True, False).header()
+
+
 class MessageList(ScrollView, can_focus=True):
     """Messages in delivery order with a cursor and marks."""
 
-    DEFAULT_CSS = """
-    MessageList { height: 1fr; }
-    MessageList > .messagelist--cursor { background: $accent; color: $text; text-style: bold; }
-    MessageList > .messagelist--marked { color: $warning; text-style: bold; }
-    """
-    COMPONENT_CLASSES = {"messagelist--cursor", "messagelist--marked"}
+    COMPONENT_CLASSES = {"messagelist--cursor", "messagelist--marked", "messagelist--match"}
     BINDINGS = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
         Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("shift+up", "extend(-1)", "Mark up", show=False),
+        Binding("shift+down", "extend(1)", "Mark down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home", "jump(0)", "First", show=False),
@@ -73,32 +156,84 @@ class MessageList(ScrollView, can_focus=True):
     class CursorMoved(TMessage):
         pass
 
-    def __init__(self, clock: Callable[[], float], *, id: str | None = None) -> None:  # noqa: A002
+    class NeedDetails(TMessage):
+        """Rows on screen whose payload details are not cached yet."""
+
+        def __init__(self, messages: list[Message]) -> None:
+            super().__init__()
+            self.messages = messages
+
+    def __init__(self, clock: Callable[[], float], *, priorities: bool = True, redeliveries: bool = False,
+                 id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self.clock = clock
         self.messages: list[Message] = []
         self.marked: set[str] = set()
         self.ready_count = 0
+        self.priorities = priorities
+        self.redeliveries = redeliveries
+        #: message id -> payload details (filled by the screen's worker, for rows that were drawn)
+        self.details: dict[str, Details] = {}
+        #: ids whose details were asked for (read or being read): each is read once
+        self._asked: set[str] = set()
+        self._ask_pending = False
+        self._id_w = ID_MAX
+        #: the id the cursor was on when it vanished in the last update (the screen says so)
+        self.lost: str | None = None
+        self._columns: Columns | None = None
 
     # -- data -----------------------------------------------------------------------------
+    def columns(self) -> Columns:
+        width = self.scrollable_content_region.width or self.size.width or 80
+        c = self._columns
+        if c is None or c._width != width:  # type: ignore[attr-defined]
+            c = Columns(width, self._id_w, self.priorities, self.redeliveries)
+            c._width = width  # type: ignore[attr-defined]
+            self._columns = c
+        return c
+
     def set_messages(self, messages: list[Message]) -> None:
-        """Replace the list, keeping the cursor on the same message when it still exists."""
+        """Replace the list, keeping the cursor on the same message id.
+
+        When that message is gone the cursor stays at the same position (on the message that
+        took its place) and :attr:`lost` names the one that went.
+        """
         current = self.current()
+        position = self.cursor
         self.messages = messages
         self.ready_count = sum(1 for m in messages if m.state == READY)
-        live = {m.id for m in messages}
-        self.marked &= live
-        index = 0
+        if self.marked:
+            live = {m.id for m in messages}
+            self.marked &= live
+        sample = messages[:2000] + messages[-2000:]
+        self._id_w = max((len(m.id) for m in sample), default=16)
+        self._columns = None
+        index = min(position, max(0, len(messages) - 1))
+        self.lost = None
         if current is not None:
-            for i, m in enumerate(messages):
-                if m.id == current.id:
-                    index = i
-                    break
+            # look near the old position first: a consumed head moves it up by a few rows
+            found = self._find(current.id, position)
+            if found is None:
+                self.lost = current.id
             else:
-                index = min(self.cursor, max(0, len(messages) - 1))
-        self.virtual_size = Size(self.size.width, len(messages))
+                index = found
+        self.virtual_size = Size(self.virtual_size.width if self.virtual_size.width else 0, len(messages))
         self.cursor = index
         self.refresh()
+
+    def _find(self, ident: str, near: int) -> int | None:
+        msgs = self.messages
+        lo = max(0, near - 64)
+        for i in range(lo, min(len(msgs), near + 64)):
+            if msgs[i].id == ident:
+                return i
+        for i, m in enumerate(msgs):
+            if m.id == ident:
+                return i
+        return None
+
+    def index_of(self, ident: str) -> int | None:
+        return self._find(ident, self.cursor)
 
     def current(self) -> Message | None:
         if 0 <= self.cursor < len(self.messages):
@@ -120,14 +255,25 @@ class MessageList(ScrollView, can_focus=True):
         self.action_cursor(1)
         self.refresh()
 
+    def mark_where(self, keep: Callable[[Message], bool]) -> int:
+        """Mark every message for which ``keep`` is true (adds to the marks); how many matched."""
+        ids = {m.id for m in self.messages if keep(m)}
+        self.marked |= ids
+        self.refresh()
+        return len(ids)
+
+    def invert_marks(self) -> None:
+        self.marked = {m.id for m in self.messages} - self.marked
+        self.refresh()
+
     # -- movement -----------------------------------------------------------------------
     def watch_cursor(self, value: int) -> None:
-        height = max(1, self.size.height)
+        height = max(1, self.scrollable_content_region.height)
         top = round(self.scroll_offset.y)
         if value < top:
-            self.scroll_to(y=value, animate=False)
+            self.scroll_to(y=value, animate=False, immediate=True)
         elif value >= top + height:
-            self.scroll_to(y=value - height + 1, animate=False)
+            self.scroll_to(y=value - height + 1, animate=False, immediate=True)
         self.refresh()
         self.post_message(self.CursorMoved())
 
@@ -135,50 +281,103 @@ class MessageList(ScrollView, can_focus=True):
         if self.messages:
             self.cursor = max(0, min(len(self.messages) - 1, self.cursor + step))
 
+    def action_extend(self, step: int) -> None:
+        """Shift+arrow: mark the message under the cursor and the next one (a range)."""
+        cur = self.current()
+        if cur is None:
+            return
+        self.marked.add(cur.id)
+        self.action_cursor(step)
+        nxt = self.current()
+        if nxt is not None:
+            self.marked.add(nxt.id)
+        self.refresh()
+
     def action_page(self, step: int) -> None:
-        self.action_cursor(step * max(1, self.size.height - 1))
+        self.action_cursor(step * max(1, self.scrollable_content_region.height - 1))
 
     def action_jump(self, where: int) -> None:
         if self.messages:
             self.cursor = len(self.messages) - 1 if where < 0 else 0
 
     def on_resize(self) -> None:
-        self.virtual_size = Size(self.size.width, len(self.messages))
+        self._columns = None
+        self.virtual_size = Size(0, len(self.messages))
+        # the cursor stays visible when the list gets shorter
+        self.cursor = self.cursor
 
     # -- drawing ------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         scroll_y = round(self.scroll_offset.y)
         index = scroll_y + y
-        width = self.size.width
+        width = self.scrollable_content_region.width or self.size.width
         base = self.rich_style
         if index >= len(self.messages):
             return Strip.blank(width, base)
+        cols = self.columns()
         msg = self.messages[index]
         now = self.clock()
         state = shown_state(msg, now)
-        mark = "●" if msg.id in self.marked else " "
+        marked = msg.id in self.marked
+        mark = "●" if marked else " "
         pos = str(index + 1) if msg.state == READY else "-"
         age = humanize.duration(now - msg.created_at) if msg.created_at is not None else "-"
-        prio = msg.priority_text if msg.priority_text is not None else ""
         left, level = countdown(msg, now)
         ident = safe_name(msg.id)
-        if len(ident) > ID_W:
-            ident = ident[: ID_W - 1] + "…"
+        if len(ident) > cols.id_w:
+            ident = ident[: cols.id_w - 1] + "…"
         row_style = base
         if index == self.cursor:
             row_style = base + self.get_component_rich_style("messagelist--cursor")
-        mark_style = row_style + self.get_component_rich_style("messagelist--marked") if msg.id in self.marked else row_style
-        state_style = {READY: Style(), INFLIGHT: Style(color="green"), EXPIRED: Style(color="red", bold=True)}.get(state, Style(color="yellow"))
-        cd_style = {
-            "": Style(color="green"), "warn": Style(color="yellow", bold=True),
-            "danger": Style(color="red", bold=True), "expired": Style(color="red", bold=True, reverse=True),
-        }[level]
+        mark_style = row_style + self.get_component_rich_style("messagelist--marked") if marked else row_style
+        state_style = STATE_STYLE.get(state, OTHER_STATE_STYLE)
         segments = [
             Segment(f"{mark} ", mark_style),
-            Segment(f"{pos:>7} ", row_style),
+            Segment(f"{pos:>{POS_W}} ", row_style),
             Segment(f"{state:<{STATE_W}}", row_style + state_style),
-            Segment(f" {ident:<{ID_W}} {prio:>4} {age:>7} ", row_style),
-            Segment(f"{left:>8}", row_style + cd_style if left else row_style),
+            Segment(f" {ident:<{cols.id_w}}", mark_style),
         ]
+        if cols.prio:
+            prio = msg.priority_text if msg.priority_text is not None else ""
+            segments.append(Segment(f" {prio:>{PRIO_W}}", row_style))
+        segments.append(Segment(f" {age:>{AGE_W}} ", row_style))
+        segments.append(Segment(f"{left:>{EXP_W}}", row_style + COUNTDOWN_STYLE[level] if left else row_style))
+        if cols.wants_details:
+            det = self.details.get(msg.id)
+            if det is None and not self._ask_pending:
+                self._ask_pending = True  # one request per refresh, for every row on screen
+                self.call_after_refresh(self._ask_details)
+            if cols.rd:
+                rd = "" if det is None or det.redeliveries is None else str(det.redeliveries)
+                rd_style = row_style + Style(color="red", bold=True) if rd not in ("", "0") else row_style
+                segments.append(Segment(f" {rd:>{RD_W}}", rd_style))
+            if cols.size:
+                segments.append(Segment(f" {short_size(det.size) if det else '':>{SIZE_W}}", row_style))
+            if cols.preview_w:
+                # the preview is made safe by the screen (controls escaped); a Segment never parses markup
+                preview = det.preview if det else "…"
+                segments.append(Segment(" " + preview[: cols.preview_w], row_style + PREVIEW_STYLE))
         strip = Strip(segments)
         return strip.extend_cell_length(width, row_style).crop(0, width)
+
+    def _ask_details(self) -> None:
+        """Ask the screen for the payload details of the rows on screen not yet cached."""
+        self._ask_pending = False
+        top = round(self.scroll_offset.y)
+        height = self.scrollable_content_region.height
+        wanted = [m for m in self.messages[top : top + height] if m.id not in self.details and m.id not in self._asked]
+        self._asked.update(m.id for m in wanted)
+        if wanted:
+            self.post_message(self.NeedDetails(wanted))
+
+    def set_details(self, found: dict[str, Details]) -> None:
+        self.details.update(found)
+        if len(self.details) > 20_000:  # a cache, not a copy of the queue
+            for key in list(self.details)[:10_000]:
+                del self.details[key]
+                self._asked.discard(key)
+        self.refresh()
+
+    def forget_details(self) -> None:
+        self.details.clear()
+        self._asked.clear()

@@ -19,28 +19,44 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from qconsole.backends.base import Backend
 from qconsole.errors import QConsoleError
 from qconsole.model import Message
 from qconsole.output import humanize
-from qconsole.output.peek_view import metadata
-from qconsole.payload import DEFAULT_CAP, JSON, Payload
-from qconsole.safetext import escape_controls, safe_text
-from qconsole.backends import open_target as Root
+from qconsole.output.peek_view import metadata, save_payload
+from qconsole.payload import BINARY, DEFAULT_CAP, JSON, MAX_PARSE, Payload, hexdump
+from qconsole.safetext import escape_controls, safe_name, safe_text
+
+from .dialogs import AskTextScreen
+from .services import services
 
 
-def payload_renderable(payload: Payload) -> RenderableType:
-    """Pretty JSON (highlighted), text, or a hex dump; controls visible, markup inert."""
+def _line(text: Text) -> Text:
+    # a Text that ends without a newline inside a Group measures one line short: the last
+    # (or only) line of a plain payload vanished
+    text.end = "\n"
+    return text
+
+
+def payload_renderable(payload: Payload, width: int = 80) -> RenderableType:
+    """Pretty JSON (highlighted), text, or a hex dump; controls visible, markup inert.
+
+    A hex dump shows 8 bytes a row when 16 (77 columns) would wrap in ``width``.
+    """
     parts: list[RenderableType] = []
     if payload.error:
-        parts.append(safe_text(f"warning: {payload.error}", style="yellow"))
-    body = payload.pretty()
+        parts.append(_line(safe_text(f"warning: {payload.error}", style="yellow")))
+    if payload.truncated:  # said first: the end of a capped payload is far below
+        parts.append(_line(Text(f"showing {humanize.size(len(payload.body))} of {humanize.size(payload.size)}"
+                                "  (a: the whole payload, s: save it)", style="bold yellow")))
+    body = hexdump(payload.body, 16 if width >= 77 else 8) if payload.kind == BINARY else payload.pretty()
     if payload.kind == JSON:
         parts.append(Syntax(escape_controls(body), "json", theme="ansi_dark", word_wrap=True,
                             background_color="default"))
     else:
-        parts.append(safe_text(body))
+        parts.append(_line(safe_text(body)))
     if payload.truncated:
-        parts.append(Text(f"… showing {humanize.size(len(payload.body))} of {humanize.size(payload.size)}", style="dim"))
+        parts.append(_line(Text("… (cut here)", style="dim")))
     return Group(*parts)
 
 
@@ -58,24 +74,35 @@ def metadata_renderable(msg: Message, payload: Payload, now: float) -> Renderabl
 
 
 class PeekScreen(Screen[None]):
-    """Metadata on the left, the capped payload on the right."""
+    """Metadata on the left, the capped payload on the right; n/b walk the list without going back."""
 
     BINDINGS = [
         Binding("escape,q,v", "back", "Back", id="peek.back"),
-        Binding("w", "wrap", "Wide/narrow", id="peek.wide"),
+        Binding("n,right_square_bracket", "step(1)", "Next", id="peek.next"),
+        Binding("b,left_square_bracket", "step(-1)", "Prev", id="peek.prev"),
+        Binding("w", "wide", "Wide", id="peek.wide"),
+        Binding("a", "whole", "Whole", id="peek.whole"),
+        Binding("s", "save", "Save", id="peek.save"),
     ]
 
     class Read(TMessage):
-        def __init__(self, payload: Payload | None, error: str | None) -> None:
+        def __init__(self, msg: Message, payload: Payload | None, error: str | None) -> None:
             super().__init__()
+            self.msg = msg
             self.payload = payload
             self.error = error
 
-    def __init__(self, root: Root, msg: Message) -> None:
+    def __init__(self, root: Backend, messages: list[Message] | Message, index: int = 0) -> None:
         super().__init__()
         self.qroot = root
-        self.msg = msg
+        self.messages = messages if isinstance(messages, list) else [messages]
+        self.index = index
         self.payload: Payload | None = None
+        self.cap: int | None = DEFAULT_CAP
+
+    @property
+    def msg(self) -> Message:
+        return self.messages[self.index]
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -84,24 +111,38 @@ class PeekScreen(Screen[None]):
                 yield Static(id="meta")
             with VerticalScroll(id="peek-body"):
                 yield Static(Text("reading…", style="dim"), id="body")
+        yield Static(id="peek-status")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#peek-body").focus()
-        self._read_worker()
+        # the wide/narrow choice is the operator's: it holds across messages and peeks
+        self.query_one("#peek-meta").set_class(getattr(self.app, "peek_wide", False), "hidden")
+        self.load()
+
+    def load(self) -> None:
+        self.update_status()
+        self._read_worker(self.msg, self.cap)
+
+    def update_status(self) -> None:
+        t = Text.assemble((f"{self.index + 1}/{len(self.messages)}", "bold"), ("  ", ""),
+                          (safe_name(self.msg.id), ""), ("  n next · b previous", "dim"))
+        self.query_one("#peek-status", Static).update(t)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="peek")
-    def _read_worker(self) -> None:
+    def _read_worker(self, msg: Message, cap: int | None) -> None:
         try:
-            payload = self.qroot.read_payload(self.msg, DEFAULT_CAP)
-            self.post_message(self.Read(payload, None))
+            payload = self.qroot.read_payload(msg, cap)
+            self.post_message(self.Read(msg, payload, None))
         except QConsoleError as err:
-            self.post_message(self.Read(None, str(err)))
+            self.post_message(self.Read(msg, None, str(err)))
         except OSError as err:
-            self.post_message(self.Read(None, f"{err.strerror or err}"))
+            self.post_message(self.Read(msg, None, f"{err.strerror or err}"))
 
     def on_peek_screen_read(self, event: Read) -> None:
-        now = self.app.clock()  # type: ignore[attr-defined]
+        if event.msg is not self.msg:
+            return  # the operator moved on meanwhile
+        now = services(self).clock()
         if event.payload is None:
             self.query_one("#body", Static).update(safe_text(event.error or "unreadable", style="red"))
             meta = Table.grid(padding=(0, 1))
@@ -113,10 +154,55 @@ class PeekScreen(Screen[None]):
             return
         self.payload = event.payload
         self.query_one("#meta", Static).update(metadata_renderable(self.msg, event.payload, now))
-        self.query_one("#body", Static).update(payload_renderable(event.payload))
+        width = self.query_one("#peek-body").scrollable_content_region.width
+        self.query_one("#body", Static).update(payload_renderable(event.payload, width))
+        self.query_one("#peek-body", VerticalScroll).scroll_home(animate=False)
 
     def action_back(self) -> None:
         self.app.pop_screen()
 
-    def action_wrap(self) -> None:
-        self.query_one("#peek-meta").toggle_class("hidden")
+    def action_step(self, step: int) -> None:
+        index = self.index + step
+        if not 0 <= index < len(self.messages):
+            services(self).say("no more messages that way" if self.messages else "no message", "warning")
+            return
+        self.index = index
+        self.cap = DEFAULT_CAP
+        self.query_one("#body", Static).update(Text("reading…", style="dim"))
+        self.load()
+
+    def on_resize(self) -> None:
+        if self.payload is not None:  # the hex dump's row width follows the pane's
+            width = self.query_one("#peek-body").scrollable_content_region.width
+            self.query_one("#body", Static).update(payload_renderable(self.payload, width))
+
+    def action_wide(self) -> None:
+        wide = not getattr(self.app, "peek_wide", False)
+        self.app.peek_wide = wide  # type: ignore[attr-defined]
+        self.query_one("#peek-meta").set_class(wide, "hidden")
+        self.call_after_refresh(self.on_resize)
+
+    def action_whole(self) -> None:
+        """Read again without the display cap (up to the parse limit)."""
+        self.cap = MAX_PARSE
+        self._read_worker(self.msg, self.cap)
+
+    def action_save(self) -> None:
+        default = f"{self.msg.id}.payload"
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self._save_worker(self.msg, path)
+
+        self.app.push_screen(AskTextScreen("Save the whole payload to (a new file):", default), chosen)
+
+    @work(thread=True, exit_on_error=False, group="peek-save")
+    def _save_worker(self, msg: Message, path: str) -> None:
+        app = services(self)
+        try:
+            n = save_payload(self.qroot, msg, path)
+        except (QConsoleError, OSError) as err:
+            why = str(err) if isinstance(err, QConsoleError) else f"{path}: {err.strerror}"
+            app.call_from_thread(app.say, f"not saved: {why}", "error")
+            return
+        app.call_from_thread(app.say, f"saved {humanize.size(n)} to {path}")

@@ -1,7 +1,8 @@
-"""Publish test messages: payload, count, and for ddmq priority, timeout and requeue options."""
+"""Publish test messages: payload, count, and the fields the backend declares (its publish options)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -12,9 +13,10 @@ from textual.containers import Grid, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Static, TextArea
 
+from qconsole.backends.base import Backend, Option
 from qconsole.safetext import safe_name, safe_text
-from qconsole.backends import open_target as Root
-from qconsole.states import DDMQ
+
+from .services import services
 
 #: publishing more than this from a form is a mistake, not a test
 MAX_COUNT = 100_000
@@ -24,46 +26,64 @@ class FormError(ValueError):
     pass
 
 
-def parse_form(layout: str, fields: dict[str, str]) -> dict[str, Any]:
+def placeholder(opt: Option) -> str:
+    if opt.kind == "choice":
+        return "default | " + " | ".join(opt.choices)
+    if opt.kind == "bool":
+        return "default | true | false"
+    if opt.kind == "int_or_bool":
+        return "default | true | false | number"
+    return "default"
+
+
+def parse_option(opt: Option, raw: str) -> Any:
+    """One field's text as the option's value (None: the store's default); FormError when invalid."""
+    text = raw.strip()
+    low = text.lower()
+    if low in ("", "default"):
+        return None
+    if opt.kind in ("bool", "int_or_bool") and low in ("true", "yes", "on", "false", "no", "off"):
+        return low in ("true", "yes", "on")
+    if opt.kind == "choice":
+        value: Any = text
+    elif opt.kind in ("int", "int_or_bool"):
+        if not (text.lstrip("-").isascii() and text.lstrip("-").isdigit()):
+            raise FormError(f"{opt.name}: expected {'true, false or ' if opt.kind == 'int_or_bool' else ''}an integer")
+        value = int(text)
+    elif opt.kind == "float":
+        try:
+            value = float(text)
+        except ValueError:
+            raise FormError(f"{opt.name}: expected a number") from None
+    else:
+        raise FormError(f"{opt.name}: expected true or false")
+    problem = opt.check(value)
+    if problem:
+        raise FormError(problem)
+    return value
+
+
+def parse_form(options: Sequence[Option], fields: dict[str, str]) -> dict[str, Any]:
     """The publish arguments from the form's text fields; FormError with one line when invalid."""
-
-    def number(name: str, low: int = 0, high: int | None = None) -> int | None:
-        raw = fields.get(name, "").strip()
-        if raw == "":
-            return None
-        if not (raw.isascii() and raw.isdigit()):
-            raise FormError(f"{name}: expected a non-negative integer")
-        value = int(raw)
-        if value < low or (high is not None and value > high):
-            raise FormError(f"{name}: must be between {low} and {high}")
-        return value
-
-    out: dict[str, Any] = {"count": number("count", 1, MAX_COUNT) or 1}
-    if layout == DDMQ:
-        out["priority"] = number("priority")
-        out["timeout"] = number("timeout")
-        raw = fields.get("requeue", "").strip().lower()
-        if raw in ("", "default"):
-            out["requeue"] = None
-        elif raw in ("true", "yes", "on"):
-            out["requeue"] = True
-        elif raw in ("false", "no", "off"):
-            out["requeue"] = False
-        elif raw.isascii() and raw.isdigit():
-            out["requeue"] = int(raw)  # requeue with this priority
-        else:
-            raise FormError("requeue: true, false, or a priority number")
-        out["requeue_limit"] = number("requeue_limit")
+    raw = fields.get("count", "").strip() or "1"
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_COUNT:
+        raise FormError(f"count: a whole number from 1 to {MAX_COUNT}")
+    out: dict[str, Any] = {"count": int(raw)}
+    for opt in options:
+        value = parse_option(opt, fields.get(opt.name, ""))
+        if value is not None:
+            out[opt.name] = value
     return out
 
 
 class PublishScreen(Screen[bool]):
+    MUTATING = frozenset({"publish"})
     BINDINGS = [
         Binding("ctrl+s", "publish", "Publish", id="publish.send"),
         Binding("escape", "cancel", "Cancel", id="publish.cancel"),
     ]
 
-    def __init__(self, root: Root, queue: str) -> None:
+    def __init__(self, root: Backend, queue: str) -> None:
         super().__init__()
         self.qroot = root
         self.queue = queue
@@ -71,22 +91,20 @@ class PublishScreen(Screen[bool]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(Text.assemble(("publish to ", "bold"), (safe_name(self.queue), "bold"),
-                                   (f"  ({self.qroot.layout})", "dim")), id="ptitle")
+                                   (f"  ({self.qroot.title})", "dim")), id="ptitle")
         with Vertical(id="publish"):
             yield Label("payload")
-            yield TextArea('{"hello": "world"}', id="payload", soft_wrap=True)
+            # empty, not a sample: typing must not prepend to a pre-filled payload
+            area = TextArea("", id="payload", soft_wrap=True, tab_behavior="focus")
+            area.placeholder = 'the message body, e.g. {"hello": "world"}'
+            yield area
             with Grid(id="pgrid"):
                 yield Label("count")
-                yield Input("1", id="count", classes="pfield")
-                if self.qroot.layout == DDMQ:
-                    yield Label("priority")
-                    yield Input("", placeholder="ddmq.yaml default", id="priority", classes="pfield")
-                    yield Label("timeout (s)")
-                    yield Input("", placeholder="ddmq.yaml default", id="timeout", classes="pfield")
-                    yield Label("requeue")
-                    yield Input("", placeholder="default | true | false | priority", id="requeue", classes="pfield")
-                    yield Label("requeue limit")
-                    yield Input("", placeholder="none", id="requeue_limit", classes="pfield")
+                yield Input("1", id="count", classes="pfield", select_on_focus=True)
+                for opt in self.qroot.publish_options:
+                    yield Label(opt.name.replace("_", " "))
+                    yield Input("", placeholder=placeholder(opt), id=opt.name, classes="pfield",
+                                tooltip=opt.help, select_on_focus=True)
         yield Static(id="perror")
         yield Footer(compact=True)
 
@@ -100,11 +118,11 @@ class PublishScreen(Screen[bool]):
     def check(self) -> dict[str, Any] | None:
         err = self.query_one("#perror", Static)
         try:
-            args = parse_form(self.qroot.layout, self.fields())
+            args = parse_form(self.qroot.publish_options, self.fields())
         except FormError as e:
             err.update(safe_text(str(e), style="red"))
             return None
-        err.update(Text("ctrl+s publishes, escape cancels", style="dim"))
+        err.update(Text("ctrl+s publishes, tab moves between fields, escape cancels", style="dim"))
         return args
 
     @on(Input.Changed, ".pfield")
@@ -112,7 +130,8 @@ class PublishScreen(Screen[bool]):
         self.check()
 
     def action_publish(self) -> None:
-        if self.app.refuse_if_read_only("publish"):  # type: ignore[attr-defined]
+        app = services(self)
+        if app.refuse_if_read_only("publish"):
             return
         args = self.check()
         if args is None:
@@ -120,8 +139,6 @@ class PublishScreen(Screen[bool]):
         payload = self.query_one("#payload", TextArea).text.encode("utf-8", errors="surrogateescape")
         count = args.pop("count")
         queue = self.queue
-        if self.qroot.layout != DDMQ:
-            args = {}
 
         def publish(ops: Any) -> Any:
             return ops.publish(queue, [payload] * count, **args)
@@ -130,7 +147,7 @@ class PublishScreen(Screen[bool]):
             if result is not None:
                 self.dismiss(True)
 
-        self.app.run_operation(self.qroot, "publish", publish, done)  # type: ignore[attr-defined]
+        app.run_operation(self.qroot, "publish", publish, done)
 
     def action_cancel(self) -> None:
         self.dismiss(False)

@@ -3,43 +3,86 @@
 from __future__ import annotations
 
 import gc
+import json
+import threading
+import time
+from collections.abc import Callable
+
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message as TMessage
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Header, Input, Static
 
+from qconsole.backends.base import REDELIVERY_COUNT, SETTINGS, TRASH, PRIORITIES, Backend
 from qconsole.errors import QConsoleError
-from qconsole.model import QueueScan
+from qconsole.model import Message, QueueScan
 from qconsole.output import humanize
-from qconsole.safetext import safe_name
-from qconsole.backends import open_target as Root
-from qconsole.states import EXPIRED, INFLIGHT
+from qconsole.payload import BINARY, JSON, Payload
+from qconsole.safetext import escape_controls, safe_name
+from qconsole.search import SEARCH_CAP, matches_without_payload, payload_matches
+from qconsole.states import EXPIRED, INFLIGHT, READY
 
-from .message_list import HEADER, MessageList, shown_state
+from .dialogs import ConfirmScreen, PickQueueScreen, TypedConfirmScreen
+from .peek_screen import PeekScreen
+from .publish_screen import PublishScreen
+from .settings_screen import SettingsScreen
+from .trash_screen import TrashScreen
+from .message_list import Details, MessageList, shown_state
+from .services import services
 
 #: between status fields: visible, so fields never read as one word
 SEP = " · "
+#: bytes read per message for the list's preview column
+PREVIEW_CAP = 2048
+#: ids named in a delete dialog before "and N more"
+NAMED_IDS = 4
+#: changes are refused while these key actions are asked for in read-only mode
+MUTATING_ACTIONS = frozenset({"requeue", "requeue_expired", "delete", "move", "publish", "purge", "undo"})
+
+
+def details_of(payload: Payload) -> Details:
+    """The list's one-line view of a payload: compact JSON, text, or a hex start; controls escaped."""
+    if payload.kind == JSON and payload.parsed is not None:
+        line = json.dumps(payload.parsed, ensure_ascii=False, separators=(",", ":"))
+    elif payload.kind == BINARY:
+        line = "bin " + payload.body[:24].hex(" ")
+    else:
+        line = payload.text()
+    line = escape_controls(line[:400], keep_newlines=False)
+    if payload.error:
+        line = "! " + line
+    return Details(line, payload.size, payload.redeliveries)
 
 
 class QueueScreen(Screen[None]):
     """Ready messages in the order the real consumer takes them, then held ones by deadline."""
 
+    MUTATING = MUTATING_ACTIONS
     BINDINGS = [
         Binding("space", "mark", "Mark", id="queue.mark"),
         Binding("v,enter", "peek", "Peek", id="queue.peek"),
         Binding("r", "requeue", "Requeue", id="queue.requeue"),
         Binding("d", "delete", "Delete", id="queue.delete"),
         Binding("m", "move", "Move", id="queue.move"),
-        Binding("p", "publish", "Publish", id="queue.publish"),
         Binding("P", "purge", "Purge", id="queue.purge"),
-        # not in the footer (80 columns hold the rest); `?` and the palette list it
-        Binding("s", "settings", "Settings", show=False, id="queue.settings"),
-        Binding("a", "mark_all", "Mark all", show=False, id="queue.mark_all"),
-        Binding("g", "rescan", "Rescan", show=False, id="queue.rescan"),
+        Binding("slash", "search", "Search", id="queue.search"),
         Binding("escape", "back", "Back", id="queue.back"),
+        # not in the footer (80 columns hold the rest); `?` and the palette list them
+        Binding("R", "requeue_expired", "Requeue every expired", show=False, id="queue.requeue_expired"),
+        Binding("u", "undo", "Undo last delete/purge", show=False, id="queue.undo"),
+        Binding("t", "trash", "Trash (restore)", show=False, id="queue.trash"),
+        Binding("D", "dead_letters", "Dead letters (redelivered)", show=False, id="queue.dead"),
+        Binding("e", "mark_state('expired')", "Mark every expired", show=False, id="queue.mark_expired"),
+        Binding("f", "mark_state('inflight')", "Mark every in flight", show=False, id="queue.mark_inflight"),
+        Binding("i", "invert", "Invert marks", show=False, id="queue.invert"),
+        Binding("a", "mark_all", "Mark all / none", show=False, id="queue.mark_all"),
+        Binding("shift+up,shift+down", "noop", "Mark a range", show=False, id="queue.range"),
+        Binding("p", "publish", "Publish", show=False, id="queue.publish"),
+        Binding("s", "settings", "Settings", show=False, id="queue.settings"),
+        Binding("g", "rescan", "Rescan", show=False, id="queue.rescan"),
     ]
 
     class Loaded(TMessage):
@@ -50,7 +93,25 @@ class QueueScreen(Screen[None]):
             #: the worker paused the garbage collector: resume it once the list is painted
             self.resume_gc = resume_gc
 
-    def __init__(self, root: Root, queue: str, counts: QueueScan | None = None) -> None:
+    class DetailsRead(TMessage):
+        def __init__(self, found: dict[str, Details]) -> None:
+            super().__init__()
+            self.found = found
+
+    class Filtered(TMessage):
+        """Progress of a search or a dead-letter pass: matches so far, messages read, done."""
+
+        def __init__(self, token: int, matched: list[Message], read: int, total: int, done: bool,
+                     error: str | None = None) -> None:
+            super().__init__()
+            self.token = token
+            self.matched = matched
+            self.read = read
+            self.total = total
+            self.done = done
+            self.error = error
+
+    def __init__(self, root: Backend, queue: str, counts: QueueScan | None = None) -> None:
         super().__init__()
         self.qroot = root
         self.queue = queue
@@ -59,19 +120,27 @@ class QueueScreen(Screen[None]):
         self.counts = counts
         self.error: str | None = None
         self._timer = None
+        #: every message of the last scan (the list may show a filtered view of them)
+        self.all_messages: list[Message] = []
+        #: ("search", text) or ("dead", threshold) while a filtered view is shown
+        self.view: tuple[str, str] | None = None
+        self.view_matches: list[Message] = []
+        self.view_progress: tuple[int, int, bool] = (0, 0, True)
+        self._view_token = 0
+        self._view_cancel = threading.Event()
 
     @property
     def qapp(self):  # noqa: ANN201
-        from .app import QConsoleApp
-
-        assert isinstance(self.app, QConsoleApp)
-        return self.app
+        return services(self)
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="qtitle")
-        yield Static(Text(HEADER, style="bold"), id="qheader")
-        yield MessageList(self.qapp.clock, id="messages")
+        yield Static(id="qheader")
+        yield MessageList(self.qapp.clock, priorities=self.qroot.can(PRIORITIES),
+                          redeliveries=self.qroot.can(REDELIVERY_COUNT), id="messages")
+        yield Input(placeholder="search ids, states and payloads (enter searches, esc cancels)", id="qsearch",
+                    classes="hidden")
         yield Static(id="qnotes", classes="hidden")
         yield Static("loading…", id="qstatus")
         # ctrl+p still opens the palette (`?` says so); its footer label would push out "esc Back"
@@ -80,14 +149,32 @@ class QueueScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one(MessageList).focus()
         self.update_title()
+        self.update_header()
         if self.qapp.live_countdown:
             self.set_interval(1.0, self.tick)
         self.rescan()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.update_header)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in MUTATING_ACTIONS and self.qapp.read_only:
+            return False  # read-only: the key is not offered at all
+        if action == "settings":
+            return self.qroot.can(SETTINGS)
+        if action in ("trash", "undo"):
+            return self.qroot.can(TRASH) and (action == "trash" or not self.qapp.read_only)
+        if action == "dead_letters":
+            return self.qroot.can(REDELIVERY_COUNT)
+        return True
 
     def tick(self) -> None:
         """Once a second: redraw countdowns from the clock (no rescan)."""
         self.query_one(MessageList).refresh()
         self.update_status()
+
+    def update_header(self) -> None:
+        self.query_one("#qheader", Static).update(Text(self.query_one(MessageList).columns().header(), style="bold"))
 
     # -- loading ------------------------------------------------------------------------
     def rescan(self) -> None:
@@ -117,9 +204,17 @@ class QueueScreen(Screen[None]):
 
     def on_queue_screen_loaded(self, event: Loaded) -> None:
         self.error = event.error
+        lst = self.query_one(MessageList)
         if event.scan is not None:
             self.scan = event.scan
-            self.query_one(MessageList).set_messages(event.scan.messages or [])
+            self.all_messages = event.scan.messages or []
+            if self.view is None:
+                lst.set_messages(self.all_messages)
+            else:  # a filtered view keeps its matches that still exist
+                live = {m.id: m for m in self.all_messages}
+                self.view_matches = [live[m.id] for m in self.view_matches if m.id in live]
+                lst.set_messages(self.view_matches)
+            self.update_header()
         self.update_title()
         self.update_status()
         if event.resume_gc:
@@ -139,17 +234,35 @@ class QueueScreen(Screen[None]):
         if self.scan is not None:
             self.rescan()
 
+    # -- payload details for the rows on screen ----------------------------------------------
+    def on_message_list_need_details(self, event: MessageList.NeedDetails) -> None:
+        self._details_worker(event.messages)
+
+    @work(thread=True, exit_on_error=False, group="details")
+    def _details_worker(self, msgs: list[Message]) -> None:
+        found: dict[str, Details] = {}
+        for msg in msgs:
+            try:
+                found[msg.id] = details_of(self.qroot.read_payload(msg, PREVIEW_CAP))
+            except (QConsoleError, OSError):
+                found[msg.id] = Details("(gone)", None, None)  # consumed meanwhile
+        self.post_message(self.DetailsRead(found))
+
+    def on_queue_screen_details_read(self, event: DetailsRead) -> None:
+        self.query_one(MessageList).set_details(event.found)
+
     # -- status ---------------------------------------------------------------------------
     def update_title(self) -> None:
-        t = Text.assemble(("queue ", "dim"), (safe_name(self.queue), "bold"), (SEP, "dim"), (self.qroot.layout, "dim"))
+        t = Text.assemble(("queue ", "dim"), (safe_name(self.queue), "bold"), (SEP, "dim"), (self.qroot.kind, "dim"))
         shown = self.scan or self.counts
         if shown is not None:
             c = shown.counts
-            t.append(f"{SEP}ready {c['ready']}{SEP}in-flight {c['inflight']}{SEP}", "")
-            t.append(f"expired {c['expired']}", "red" if c["expired"] else "")
-            if c["writing"]:
-                t.append(SEP)
-                t.append(f"writing {c['writing']}", "yellow")
+            t.append(f"{SEP}ready {c.get(READY, 0)}{SEP}in-flight {c.get(INFLIGHT, 0)}{SEP}", "")
+            t.append(f"expired {c.get(EXPIRED, 0)}", "red" if c.get(EXPIRED) else "")
+            for state, n in c.items():  # writing, delayed, ...: whatever else the store has
+                if state not in (READY, INFLIGHT, EXPIRED, "foreign") and n:
+                    t.append(SEP)
+                    t.append(f"{state} {n}", "yellow")
         if self.qapp.read_only:
             t.append(SEP)
             t.append("READ-ONLY", "bold red")
@@ -168,6 +281,14 @@ class QueueScreen(Screen[None]):
             if lst.marked:
                 t.append(SEP)
                 t.append(f"{len(lst.marked)} marked", "yellow")
+            if self.view is not None:
+                kind, what = self.view
+                read, of, done = self.view_progress
+                t.append(SEP)
+                label = f"search {what!r}" if kind == "search" else f"redelivered ≥{what}"
+                t.append(escape_controls(label, keep_newlines=False), "bold cyan")
+                t.append(f" {len(self.view_matches)} found" + ("" if done else f", {read}/{of} read"),
+                         "cyan")
             now = self.qapp.clock()
             expired_now = sum(1 for m in lst.messages[:50_000] if m.state == INFLIGHT and shown_state(m, now) == EXPIRED)
             if expired_now:
@@ -175,7 +296,14 @@ class QueueScreen(Screen[None]):
                 t.append(f"{expired_now} expired since scan", "red")
             t.append(SEP)
             t.append(f"scanned {humanize.clock(self.scan.scanned_at)[11:]}", "dim")
+            if not total and self.view is None:
+                notes.append("this queue is empty", "dim")
+            if lst.lost is not None:
+                notes.append(f"message {safe_name(lst.lost)} is gone (consumed or changed); "
+                             "the cursor stays at its place", "yellow")
             for w in self.scan.warnings[:1]:
+                if notes:
+                    notes.append("\n")
                 notes.append("warning: ", "yellow")
                 notes.append(safe_name(w))
             for e in self.scan.errors[:1]:
@@ -192,8 +320,104 @@ class QueueScreen(Screen[None]):
     def on_message_list_cursor_moved(self) -> None:
         self.update_status()
 
+    # -- search and the dead-letter view ------------------------------------------------------
+    def action_search(self) -> None:
+        box = self.query_one("#qsearch", Input)
+        box.remove_class("hidden")
+        box.focus()
+
+    @on(Input.Submitted, "#qsearch")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        event.input.add_class("hidden")
+        self.query_one(MessageList).focus()
+        if not text:
+            self.close_view()
+            return
+        needle = text.lower()
+
+        def keep(msg: Message, read: Callable[[], Payload | None]) -> bool:
+            # the same rules as `qconsole ls --grep`
+            return matches_without_payload(msg, needle) or payload_matches(read(), needle)
+
+        self.open_view(("search", text), keep, SEARCH_CAP)
+
+    def action_dead_letters(self) -> None:
+        n = self.qapp.poison_threshold
+
+        def keep(_msg: Message, read: Callable[[], Payload | None]) -> bool:
+            payload = read()
+            return payload is not None and (payload.redeliveries or 0) >= n
+
+        self.open_view(("dead", str(n)), keep, PREVIEW_CAP)
+
+    def open_view(self, view: tuple[str, str], keep: Callable[[Message, Callable[[], Payload | None]], bool],
+                  cap: int) -> None:
+        self._view_cancel.set()  # a running pass stops
+        self._view_cancel = threading.Event()
+        self._view_token += 1
+        self.view = view
+        self.view_matches = []
+        self.view_progress = (0, len(self.all_messages), False)
+        self.query_one(MessageList).set_messages([])
+        self.update_status()
+        self._filter_worker(self._view_token, list(self.all_messages), keep, cap, self._view_cancel)
+
+    def close_view(self) -> None:
+        self._view_cancel.set()
+        self.view = None
+        self.view_matches = []
+        self.query_one(MessageList).set_messages(self.all_messages)
+        self.update_status()
+
+    @work(thread=True, exit_on_error=False, group="filter")
+    def _filter_worker(self, token: int, msgs: list[Message],
+                       keep: Callable[[Message, Callable[[], Payload | None]], bool], cap: int,
+                       cancel: threading.Event) -> None:
+        """Read payloads one by one (never on the event loop); post matches as they come."""
+        found: list[Message] = []
+        last = time.monotonic()
+        for i, msg in enumerate(msgs):
+            if cancel.is_set():
+                return
+
+            def read(m: Message = msg) -> Payload | None:
+                try:
+                    return self.qroot.read_payload(m, cap)
+                except (QConsoleError, OSError):
+                    return None  # consumed meanwhile: not a match
+
+            if keep(msg, read):
+                found.append(msg)
+            if time.monotonic() - last > 0.15:
+                last = time.monotonic()
+                self.post_message(self.Filtered(token, found, i + 1, len(msgs), False))
+                found = []
+        self.post_message(self.Filtered(token, found, len(msgs), len(msgs), True))
+
+    def on_queue_screen_filtered(self, event: Filtered) -> None:
+        if event.token != self._view_token or self.view is None:
+            return  # a cancelled pass
+        self.view_matches.extend(event.matched)
+        self.view_progress = (event.read, event.total, event.done)
+        lst = self.query_one(MessageList)
+        if event.matched or event.done:
+            lst.set_messages(list(self.view_matches))
+        self.update_status()
+
     # -- actions ------------------------------------------------------------------------
+    def action_noop(self) -> None:
+        """Shift+arrows are handled by the list; the binding is here for the help screen."""
+
     def action_back(self) -> None:
+        box = self.query_one("#qsearch", Input)
+        if not box.has_class("hidden"):
+            box.add_class("hidden")
+            self.query_one(MessageList).focus()
+            return
+        if self.view is not None:
+            self.close_view()  # esc first cancels the search or leaves the filtered view
+            return
         self.app.pop_screen()
 
     def action_rescan(self) -> None:
@@ -209,74 +433,127 @@ class QueueScreen(Screen[None]):
         lst.refresh()
         self.update_status()
 
+    def action_mark_state(self, state: str) -> None:
+        lst = self.query_one(MessageList)
+        now = self.qapp.clock()
+        n = lst.mark_where(lambda m: shown_state(m, now) == state)
+        self.qapp.say(f"marked {n} {state} message(s)")
+        self.update_status()
+
+    def action_invert(self) -> None:
+        self.query_one(MessageList).invert_marks()
+        self.update_status()
+
     def action_peek(self) -> None:
-        cur = self.query_one(MessageList).current()
+        lst = self.query_one(MessageList)
+        cur = lst.current()
         if cur is not None:
             from .peek_screen import PeekScreen
 
-            self.app.push_screen(PeekScreen(self.qroot, cur))
+            self.app.push_screen(PeekScreen(self.qroot, list(lst.messages), lst.cursor))
 
-    def _ids(self) -> list[str]:
-        return [m.id for m in self.query_one(MessageList).selection()]
+    def _selection(self) -> list[Message]:
+        return self.query_one(MessageList).selection()
 
-    def _after(self, _result: object) -> None:
-        self.query_one(MessageList).marked.clear()
+    def _after(self, result: object) -> None:
+        """After a change: what was done leaves the list at once (the cursor keeps its place), then rescan."""
+        lst = self.query_one(MessageList)
+        lst.marked.clear()
+        done = set(getattr(result, "done", ()) or ())
+        if done:
+            self.all_messages = [m for m in self.all_messages if m.id not in done]
+            self.view_matches = [m for m in self.view_matches if m.id not in done]
+            lst.set_messages([m for m in lst.messages if m.id not in done])
+            lst.lost = None  # we removed it ourselves: nothing to report
+        self.update_status()
         self.rescan()
 
     def action_requeue(self) -> None:
         if self.qapp.refuse_if_read_only("requeue"):
             return
-        ids = self._ids()
-        if ids:
-            q = self.queue
+        msgs = self._selection()
+        if not msgs:
+            return
+        ids = [m.id for m in msgs]
+        q = self.queue
+        now = self.qapp.clock()
+        live = [m for m in msgs if shown_state(m, now) == INFLIGHT]
+
+        def go() -> None:
             self.qapp.run_operation(self.qroot, "requeue", lambda ops: ops.requeue(q, ids), self._after)
+
+        if not live:
+            go()
+            return
+        self.app.push_screen(ConfirmScreen(
+            f"Requeue {len(ids)} message(s)? {len(live)} still in flight",
+            "A consumer may be working on them right now: requeued, they can be delivered "
+            "and processed twice. Expired ones are safe to requeue (R requeues every expired)."),
+            lambda yes: go() if yes else None)
+
+    def action_requeue_expired(self) -> None:
+        if self.qapp.refuse_if_read_only("requeue"):
+            return
+        q = self.queue
+        self.qapp.run_operation(self.qroot, "requeue expired", lambda ops: ops.requeue(q, expired_only=True),
+                                self._after)
 
     def action_delete(self) -> None:
         if self.qapp.refuse_if_read_only("delete"):
             return
-        ids = self._ids()
-        if not ids:
+        msgs = self._selection()
+        if not msgs:
             return
-        from .dialogs import ConfirmScreen
-
+        ids = [m.id for m in msgs]
         q = self.queue
+        named = ", ".join(safe_name(i) for i in ids[:NAMED_IDS])
+        if len(ids) > NAMED_IDS:
+            named += f" and {len(ids) - NAMED_IDS} more"
+        where = ("They go to the trash: u undoes, t shows the trash." if self.qroot.can(TRASH)
+                 else "This store has no trash: they are gone for good.")
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self.qapp.run_operation(self.qroot, "delete", lambda ops: ops.delete(q, ids), self._after)
 
         self.app.push_screen(ConfirmScreen(f"Delete {len(ids)} message(s) from {safe_name(q)}?",
-                                           "They go to the trash (qconsole trash restore)."), answered)
+                                           f"{named}\n{where}"), answered)
 
     def action_purge(self) -> None:
         if self.qapp.refuse_if_read_only("purge"):
             return
-        from .dialogs import ConfirmScreen
-
         q = self.queue
-        n = len(self.query_one(MessageList).messages)
+        c = (self.scan or self.counts).counts if (self.scan or self.counts) else {}
+        n = c.get(READY, 0) + c.get(INFLIGHT, 0) + c.get(EXPIRED, 0)
+        where = ("They go to the trash (u undoes)." if self.qroot.can(TRASH) else "They are gone for good.")
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self.qapp.run_operation(self.qroot, "purge", lambda ops: ops.purge(q), self._after)
 
-        self.app.push_screen(ConfirmScreen(f"Purge all {n} message(s) of {safe_name(q)}?",
-                                           "Every message goes to the trash (qconsole trash restore)."), answered)
+        self.app.push_screen(TypedConfirmScreen(
+            f"Purge all {n} message(s) of {safe_name(q)}?",
+            f"Every message goes, in flight ones too. {where}", q), answered)
 
     def action_move(self) -> None:
         if self.qapp.refuse_if_read_only("move"):
             return
-        ids = self._ids()
+        ids = [m.id for m in self._selection()]
         if not ids:
             return
-        from .dialogs import PickQueueScreen
+        self._names_worker(ids)
 
-        q = self.queue
+    @work(thread=True, exit_on_error=False, group="names")
+    def _names_worker(self, ids: list[str]) -> None:
         try:
-            names = [n for n in self.qroot.queue_names()[0] if n != q]
+            names = [n for n in self.qroot.queue_names()[0] if n != self.queue]
         except QConsoleError as err:
-            self.qapp.say(str(err), "error")
+            self.app.call_from_thread(self.qapp.say, str(err), "error")
             return
+        self.app.call_from_thread(self._pick_destination, ids, names)
+
+    def _pick_destination(self, ids: list[str], names: list[str]) -> None:
+        q = self.queue
 
         def picked(dest: str | None) -> None:
             if dest:
@@ -287,11 +564,17 @@ class QueueScreen(Screen[None]):
     def action_publish(self) -> None:
         if self.qapp.refuse_if_read_only("publish"):
             return
-        from .publish_screen import PublishScreen
-
         self.app.push_screen(PublishScreen(self.qroot, self.queue), lambda _r: self.rescan())
 
     def action_settings(self) -> None:
-        from .settings_screen import SettingsScreen
-
+        if not self.qroot.can(SETTINGS):
+            return
         self.app.push_screen(SettingsScreen(self.qroot, self.queue))
+
+    def action_undo(self) -> None:
+        self.qapp.undo_last(lambda _r: self.rescan())
+
+    def action_trash(self) -> None:
+        if not self.qroot.can(TRASH):
+            return
+        self.app.push_screen(TrashScreen(self.qroot))

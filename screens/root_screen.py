@@ -12,28 +12,65 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
+from qconsole.backends.base import SETTINGS, TRASH, Backend
 from qconsole.errors import QConsoleError
 from qconsole.model import QueueScan
 from qconsole.output import humanize
+from qconsole.output.nagios import CRITICAL, OK, WARNING, Thresholds
 from qconsole.safetext import safe_name, safe_text
-from qconsole.backends import open_target as Root
+from qconsole.states import EXPIRED, INFLIGHT, READY
 
+from .queue_screen import QueueScreen
 from .rates import QueueHistory, rate_text
+from .publish_screen import PublishScreen
+from .settings_screen import SettingsScreen
+from .trash_screen import TrashScreen
+from .services import services
 
 #: below this many messages a queue is scanned with ids, so in/out rates are exact
 ID_RATE_LIMIT = 20_000
+#: a queue whose oldest message is this far in the future points at a producer's clock
+SKEW_S = 5.0
 
-QUEUE_WIDTH = 12
+#: the queue column: a mark ("!": errors or warnings) and the name
+QUEUE_WIDTH = 13
 #: between status fields: visible, so fields never read as one word
 SEP = " · "
 #: backlog samples shown: with the other columns this fits 80 columns
 SPARK_WIDTH = 7
 
+#: (key, label, width): fixed widths, so the table fits 80 columns whatever the values
+#: (10 columns × 2 cells of padding + 59 = 79: a vertical scrollbar still fits in 80)
 COLUMNS = [
-    ("queue", "queue"), ("layout", "layout"), ("ready", "ready"), ("inflight", "infl"),
-    ("expired", "exp"), ("writing", "wr"), ("oldest", "oldest"), ("next", "next"),
-    ("in", "in/s"), ("out", "out/s"), ("backlog", "backlog"),
+    ("queue", "queue", QUEUE_WIDTH), ("ready", "ready", 6), ("inflight", "infl", 5),
+    ("expired", "exp", 4), ("other", "wr", 3), ("oldest", "oldest", 6), ("next", "next", 6),
+    ("in", "in/s", 4), ("out", "out/s", 5), ("backlog", "backlog", SPARK_WIDTH),
 ]
+
+#: root screen orders: (key, label)
+SORTS = [("name", "name"), ("backlog", "backlog"), ("oldest", "oldest age"), ("expired", "expired"),
+         ("rate", "rate in")]
+
+LEVEL_STYLE = {OK: "", WARNING: "bold yellow", CRITICAL: "bold red reverse"}
+
+
+def level(value: float, warn: float | None, crit: float | None) -> int:
+    if crit is not None and value >= crit:
+        return CRITICAL
+    if warn is not None and value >= warn:
+        return WARNING
+    return OK
+
+
+def queue_notes(scan: QueueScan, now: float) -> list[tuple[str, str]]:
+    """(severity, text) for one queue: scan errors, the store's warnings, clock skew."""
+    out = [("error", e) for e in scan.errors] + [("warning", w) for w in scan.warnings]
+    age = scan.oldest_ready_age(now)
+    if scan.oldest_ready_created is not None and age == 0.0 and scan.oldest_ready_created - now > SKEW_S:
+        ahead = humanize.duration(scan.oldest_ready_created - now)
+        out.append(("warning", f"clock skew: the oldest ready message was created {ahead} in the future "
+                               "(a producer's clock is ahead of this host's)"))
+    return out
 
 
 @dataclass
@@ -46,16 +83,37 @@ class ScanBatch:
     errors: list[str] = field(default_factory=list)
 
 
+class QueueTable(DataTable):  # type: ignore[type-arg]
+    """The queues table: j/k move like arrows, home/end go to the first and last row."""
+
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+    ]
+
+    def action_first(self) -> None:
+        self.move_cursor(row=0, column=0)
+
+    def action_last(self) -> None:
+        self.move_cursor(row=max(0, self.row_count - 1), column=0)
+
+
 class RootScreen(Screen[None]):
     """Queues of every root, counts by state, ages, rates and a backlog sparkline."""
 
+    MUTATING = frozenset({"publish", "undo"})
     BINDINGS = [
         Binding("enter", "open_queue", "Open", id="root.open"),
         Binding("slash", "filter", "Filter", id="root.filter"),
+        Binding("o", "sort", "Sort", id="root.sort"),
         Binding("s", "settings", "Settings", id="root.settings"),
         Binding("p", "publish", "Publish", id="root.publish"),
         Binding("g", "rescan", "Rescan", id="root.rescan"),
         Binding("q", "app.quit", "Quit", id="root.quit"),
+        Binding("t", "trash", "Trash", show=False, id="root.trash"),
+        Binding("u", "undo", "Undo last delete/purge", show=False, id="root.undo"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="root.clear_filter"),
     ]
 
@@ -69,17 +127,22 @@ class RootScreen(Screen[None]):
         self.history: dict[str, QueueHistory] = {}
         self.scans: dict[str, tuple[int, QueueScan]] = {}
         self.filter_text = ""
+        self.sort_index = 0
         self.last_batch: ScanBatch | None = None
         self._timer = None
 
+    @property
+    def qapp(self):  # noqa: ANN201
+        return services(self)
+
     def compose(self) -> ComposeResult:
         yield Header()
-        table: DataTable[Text | str] = DataTable(cursor_type="row", id="queues")
-        for key, label in COLUMNS:
-            # a fixed queue-column width keeps the cursor row's cached render in step with the others
-            table.add_column(label, key=key, width=QUEUE_WIDTH if key == "queue" else None)
+        table = QueueTable(cursor_type="row", id="queues")
+        for key, label, width in COLUMNS:
+            table.add_column(label, key=key, width=width)
         yield table
         yield Input(placeholder="filter queues (escape clears)", id="filter", classes="hidden")
+        yield Static(id="rnotes", classes="hidden")
         yield Static("scanning…", id="status")
         yield Footer(compact=True)
 
@@ -91,12 +154,17 @@ class RootScreen(Screen[None]):
         if self.last_batch is not None:
             self.rescan()
 
-    @property
-    def qapp(self):  # noqa: ANN201 (the app, typed)
-        from .app import QConsoleApp
-
-        assert isinstance(self.app, QConsoleApp)
-        return self.app
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.MUTATING and self.qapp.read_only:
+            return False
+        if action in ("settings", "trash"):
+            sel = self.selected()
+            need = SETTINGS if action == "settings" else TRASH
+            # a store without settings offers no screen that could only fail
+            return sel is not None and sel[0].can(need)
+        if action == "undo":
+            return bool(self.qapp.undo_stack)
+        return True
 
     # -- scanning -----------------------------------------------------------------------
     def rescan(self) -> None:
@@ -106,7 +174,7 @@ class RootScreen(Screen[None]):
         self._scan_worker(list(self.qapp.roots), self.qapp.clock, self.qapp.timer)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="root-scan")
-    def _scan_worker(self, roots: list[Root], clock, timer) -> None:  # noqa: ANN001
+    def _scan_worker(self, roots: list[Backend], clock, timer) -> None:  # noqa: ANN001
         started = timer()
         batch = ScanBatch(at=clock(), duration_s=0.0)
         for i, root in enumerate(roots):
@@ -123,9 +191,9 @@ class RootScreen(Screen[None]):
                 try:
                     scan = root.scan_queue(name, batch.at, collect=small)
                 except QConsoleError as err:  # vanished between listing and scan
-                    scan = QueueScan(name=name, layout=root.layout, scanned_at=batch.at, errors=[str(err)])
+                    scan = QueueScan(name=name, layout=root.kind, scanned_at=batch.at, errors=[str(err)])
                 except OSError as err:
-                    scan = QueueScan(name=name, layout=root.layout, scanned_at=batch.at,
+                    scan = QueueScan(name=name, layout=root.kind, scanned_at=batch.at,
                                      errors=[f"cannot read {name}: {err.strerror}"])
                 ids = frozenset(m.id for m in scan.messages) if scan.messages is not None else None
                 scan.messages = None  # the root screen needs counts only; free the memory
@@ -148,6 +216,7 @@ class RootScreen(Screen[None]):
                 self.history.pop(key, None)
         self.refresh_table()
         self.update_status()
+        self.refresh_bindings()
         if self.qapp.interval > 0:
             self._timer = self.set_timer(self.qapp.interval, self._tick)
 
@@ -158,12 +227,34 @@ class RootScreen(Screen[None]):
         # not visible: on_screen_resume rescans when the operator comes back
 
     # -- table --------------------------------------------------------------------------
+    def sort_value(self, key: str) -> tuple:
+        i, scan = self.scans[key]
+        how = SORTS[self.sort_index][0]
+        now = self.qapp.clock()
+        if how == "backlog":
+            return (-scan.counts.get(READY, 0), scan.name, i)
+        if how == "oldest":
+            return (-(scan.oldest_ready_age(now) or -1.0), scan.name, i)
+        if how == "expired":
+            return (-scan.counts.get(EXPIRED, 0), scan.name, i)
+        if how == "rate":
+            return (-(self.history.get(key, QueueHistory()).rate_in or 0.0), scan.name, i)
+        return (scan.name, i)
+
     def visible_keys(self) -> list[str]:
-        keys = sorted(self.scans, key=lambda k: (self.scans[k][1].name, self.scans[k][0]))
+        keys = sorted(self.scans, key=self.sort_value)
         if self.filter_text:
             f = self.filter_text.lower()
             keys = [k for k in keys if f in self.scans[k][1].name.lower()]
         return keys
+
+    def levels(self, scan: QueueScan, now: float) -> dict[str, int]:
+        t: Thresholds = self.qapp.thresholds
+        return {
+            "ready": level(scan.counts.get(READY, 0), t.warn_ready, t.crit_ready),
+            "oldest": level(scan.oldest_ready_age(now) or 0.0, t.warn_age, t.crit_age),
+            "expired": level(scan.counts.get(EXPIRED, 0), t.warn_expired, t.crit_expired),
+        }
 
     def row_cells(self, key: str) -> list[Text | str]:
         _, scan = self.scans[key]
@@ -171,30 +262,34 @@ class RootScreen(Screen[None]):
         now = self.qapp.clock()
         failed = bool(scan.errors) and scan.total == 0
         c = scan.counts
+        lv = self.levels(scan, now)
 
-        def num(state: str, style: str = "") -> Text:
+        def num(n: int, style: str = "", lvl: int = OK) -> Text:
             if failed:
                 return Text("?", style="red", justify="right")
-            n = c.get(state, 0)
-            return Text(str(n), style=style if n else "dim", justify="right")
+            return Text(str(n), style=LEVEL_STYLE[lvl] or (style if n else "dim"), justify="right")
 
         nxt = scan.next_expiry_in(now)
-        if scan.errors:
-            backlog = safe_text(scan.errors[0][:40], style="red", keep_newlines=False)
+        notes = queue_notes(scan, now)
+        if any(sev == "error" for sev, _ in notes):
+            mark = Text("!", style="bold red")
+        elif notes:
+            mark = Text("!", style="yellow")
         else:
-            backlog = Text(hist.spark(SPARK_WIDTH), style="cyan")
+            mark = Text(" ")
+        other = sum(n for s, n in c.items() if s not in (READY, INFLIGHT, EXPIRED, "foreign"))
+        oldest = Text(humanize.duration(scan.oldest_ready_age(now)), justify="right", style=LEVEL_STYLE[lv["oldest"]])
         return [
-            safe_text(scan.name, style="bold", keep_newlines=False),
-            Text(scan.layout, style="dim"),
-            num("ready"),
-            num("inflight", "green"),
-            num("expired", "red"),
-            num("writing", "yellow"),
-            Text(humanize.duration(scan.oldest_ready_age(now)), justify="right"),
+            Text.assemble(mark, safe_text(scan.name, style="bold", keep_newlines=False)),
+            num(c.get(READY, 0), "", lv["ready"]),
+            num(c.get(INFLIGHT, 0), "green"),
+            num(c.get(EXPIRED, 0), "red", lv["expired"]),
+            num(other, "yellow"),
+            oldest,
             Text(humanize.duration(nxt), justify="right", style="yellow" if nxt is not None and nxt <= 30 else ""),
             Text(rate_text(hist.rate_in), justify="right"),
             Text(rate_text(hist.rate_out), justify="right"),
-            backlog,
+            Text(hist.spark(SPARK_WIDTH), style="cyan"),
         ]
 
     def refresh_table(self) -> None:
@@ -202,23 +297,25 @@ class RootScreen(Screen[None]):
         table = self.query_one(DataTable)
         wanted = self.visible_keys()
         present = [str(k.value) for k in table.rows]
+        cursor_key = self.cursor_key()
         with self.app.batch_update():
             for key in present:
                 if key not in wanted:
                     table.remove_row(key)
             present_set = {str(k.value) for k in table.rows}
-            # rows are appended; keep name order by re-sorting only when a new queue appears
             new = [k for k in wanted if k not in present_set]
             for key in present_set & set(wanted):
-                for (col, _), value in zip(COLUMNS, self.row_cells(key)):
+                for (col, _l, _w), value in zip(COLUMNS, self.row_cells(key)):
                     table.update_cell(key, col, value)
             for key in new:
                 table.add_row(*self.row_cells(key), key=key)
-            if new and len(wanted) > len(new):
-                cursor_key = self.cursor_key()
-                table.sort("queue", key=lambda cell: cell.plain if isinstance(cell, Text) else str(cell))
-                if cursor_key is not None:
-                    table.move_cursor(row=table.get_row_index(cursor_key))
+            if [str(r.key.value) for r in table.ordered_rows] != wanted:
+                # a new queue or another order: rebuild in order (rare), the cursor back on its queue
+                table.clear()
+                for key in wanted:
+                    table.add_row(*self.row_cells(key), key=key)
+                if cursor_key is not None and cursor_key in wanted:
+                    table.move_cursor(row=wanted.index(cursor_key))
 
     def cursor_key(self) -> str | None:
         table = self.query_one(DataTable)
@@ -242,23 +339,56 @@ class RootScreen(Screen[None]):
         # several roots are listed in the header; one is named here too
         if len(self.qapp.roots) == 1:
             text.append(SEP + "root ", "dim")
-            text.append(safe_name(self.qapp.roots[0].path), "bold")
+            text.append(safe_name(self.qapp.roots[0].target), "bold")
         else:
             text.append(SEP, "dim")
             text.append(f"{len(self.qapp.roots)} roots")
+        if self.sort_index:
+            text.append(SEP + "by ", "dim")
+            text.append(SORTS[self.sort_index][1], "cyan")
         if self.filter_text:
             text.append(SEP + "filter ", style="dim")
             text.append(safe_name(self.filter_text), style="yellow")
-        if b.errors:
-            text.append(SEP, style="dim")
-            text.append(safe_name(b.errors[0]), style="red")
         if self.qapp.read_only:
             text.append(SEP, style="dim")
             text.append("READ-ONLY", style="bold red")
         self.query_one("#status", Static).update(text)
+        self.update_notes()
+
+    def update_notes(self) -> None:
+        """Errors and warnings in full: the highlighted queue's, then the root's, then how many others."""
+        b = self.last_batch
+        notes = Text()
+        key = self.cursor_key()
+        now = self.qapp.clock()
+        if key is not None and key in self.scans:
+            i, scan = self.scans[key]
+            for sev, line in queue_notes(scan, now)[:2]:
+                if notes:
+                    notes.append("\n")
+                notes.append(f"{scan.name} ({self.qapp.roots[i].kind}): ", "bold")
+                notes.append(safe_name(line), "red" if sev == "error" else "yellow")
+        if b is not None:
+            for err in b.errors[:1]:
+                if notes:
+                    notes.append("\n")
+                notes.append(safe_name(err), "red")
+            others = sum(1 for k, (_i, s) in self.scans.items() if k != key and queue_notes(s, now))
+            if others:
+                if notes:
+                    notes.append("\n")
+                notes.append(f"{others} other queue(s) marked ! have errors or warnings (move onto them)", "dim")
+        box = self.query_one("#rnotes", Static)
+        box.update(notes)
+        box.set_class(not notes, "hidden")
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.update_notes()
+        self.refresh_bindings()  # settings/trash follow what the highlighted queue's store can do
 
     # -- selection ----------------------------------------------------------------------
-    def selected(self) -> tuple[Root, str] | None:
+    def selected(self) -> tuple[Backend, str] | None:
         key = self.cursor_key()
         if key is None or key not in self.scans:
             return None
@@ -269,8 +399,6 @@ class RootScreen(Screen[None]):
         key = self.cursor_key()
         sel = self.selected()
         if sel and key:
-            from .queue_screen import QueueScreen
-
             self.app.push_screen(QueueScreen(*sel, counts=self.scans[key][1]))
 
     @on(DataTable.RowSelected)
@@ -280,7 +408,7 @@ class RootScreen(Screen[None]):
 
     def action_settings(self) -> None:
         sel = self.selected()
-        if sel:
+        if sel and sel[0].can(SETTINGS):
             from .settings_screen import SettingsScreen
 
             self.app.push_screen(SettingsScreen(*sel))
@@ -292,8 +420,24 @@ class RootScreen(Screen[None]):
 
             self.app.push_screen(PublishScreen(*sel), lambda _r: self.rescan())
 
+    def action_trash(self) -> None:
+        sel = self.selected()
+        if sel and sel[0].can(TRASH):
+            from .trash_screen import TrashScreen
+
+            self.app.push_screen(TrashScreen(sel[0]))
+
+    def action_undo(self) -> None:
+        self.qapp.undo_last(lambda _r: self.rescan())
+
     def action_rescan(self) -> None:
         self.rescan()
+
+    def action_sort(self) -> None:
+        self.sort_index = (self.sort_index + 1) % len(SORTS)
+        self.refresh_table()
+        self.update_status()
+        self.qapp.say(f"queues sorted by {SORTS[self.sort_index][1]}")
 
     # -- filter -------------------------------------------------------------------------
     def action_filter(self) -> None:

@@ -1,4 +1,8 @@
-"""ddmq settings: root and queue ddmq.yaml side by side, each key's effective value and its source."""
+"""Settings: the root's and the queue's values side by side, each key's effective value and its source.
+
+Everything comes from the backend (``settings``, ``setting_fields``, ``parse_setting``,
+``validate_settings``), read in a worker; the screen touches no file itself.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +17,11 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Static
 
-from qconsole.backends.ddmq import settings
+from qconsole.backends.base import SETTINGS, Backend, Setting
 from qconsole.errors import QConsoleError
 from qconsole.safetext import escape_controls, safe_name, safe_text
-from qconsole.backends import open_target as Root
-from qconsole.states import DDMQ
+
+from .services import services
 
 LEVELS = ("root", "queue")
 
@@ -30,6 +34,12 @@ def show_value(value: Any) -> str:
     return "" if value is None else escape_controls(str(value)[:4096], keep_newlines=False)
 
 
+def file_values(root: dict[str, Setting], queue: dict[str, Setting]) -> dict[str, dict[str, Any]]:
+    """What each level's own file says, from the effective settings of the root and of the queue."""
+    return {"root": {k: s.value for k, s in root.items() if s.source == "root"},
+            "queue": {k: s.value for k, s in queue.items() if s.source == "queue"}}
+
+
 class SettingsScreen(Screen[None]):
     """A form over both ddmq.yaml files; validates as you type; saves atomically through the core."""
 
@@ -38,14 +48,18 @@ class SettingsScreen(Screen[None]):
         Binding("escape", "back", "Back", id="settings.back"),
     ]
 
+    MUTATING = frozenset({"save"})
+
     class Loaded(TMessage):
-        def __init__(self, files: dict[str, dict[str, Any]], eff: dict[str, settings.Setting], error: str | None) -> None:
+        def __init__(self, files: dict[str, dict[str, Any]], eff: dict[str, Setting],
+                     defaults: dict[str, Any], error: str | None) -> None:
             super().__init__()
             self.files = files
             self.eff = eff
+            self.defaults = defaults
             self.error = error
 
-    def __init__(self, root: Root, queue: str) -> None:
+    def __init__(self, root: Backend, queue: str) -> None:
         super().__init__()
         self.qroot = root
         self.queue = queue
@@ -53,38 +67,37 @@ class SettingsScreen(Screen[None]):
         self.keys: list[str] = []
         #: each field's text as loaded from its file: what the operator changed is measured against it
         self.initial: dict[tuple[str, str], str] = {}
+        self.defaults: dict[str, Any] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(Text.assemble(("settings  ", "bold"), ("queue ", "dim"), (safe_name(self.queue), "bold")), id="stitle")
         with VerticalScroll(id="settings"):
-            if self.qroot.layout != DDMQ:
-                yield Static(Text("VSQS has no settings: a VSQS queue is just a directory, with no "
-                                  "configuration file (timeouts are chosen by each consumer).", style="italic"),
-                             id="nosettings")
+            if not self.qroot.can(SETTINGS):
+                yield Static(Text(f"{self.qroot.title} queues have no settings.", style="italic"), id="nosettings")
             else:
                 yield Static(Text("loading…", style="dim"), id="sload")
         yield Static(id="serror")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        if self.qroot.layout == DDMQ:
+        if self.qroot.can(SETTINGS):
             self._load_worker()
+
+    def _read(self) -> tuple[dict[str, dict[str, Any]], dict[str, Setting], dict[str, Any]]:
+        root = self.qroot.settings(None)
+        eff = self.qroot.settings(self.queue)
+        defaults = {f.key: getattr(f, "default", None) for f in self.qroot.setting_fields}
+        defaults.update({k: s.value for k, s in root.items() if s.source == "default"})
+        return file_values(root, eff), eff, defaults
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="settings")
     def _load_worker(self) -> None:
-        files: dict[str, dict[str, Any]] = {}
         try:
-            files["root"] = settings.load_config(settings.config_path(self.qroot.path))
-            files["queue"] = settings.load_config(settings.config_path(self.qroot.path, self.qroot_queue()))
-            eff = settings.effective(self.qroot.path, self.queue)
-            self.post_message(self.Loaded(files, eff, None))
-        except QConsoleError as err:
-            self.post_message(self.Loaded({}, {}, str(err)))
-
-    def qroot_queue(self) -> str:
-        self.qroot.queue_path(self.queue)  # validates the name
-        return self.queue
+            files, eff, defaults = self._read()
+            self.post_message(self.Loaded(files, eff, defaults, None))
+        except (QConsoleError, OSError) as err:
+            self.post_message(self.Loaded({}, {}, {}, str(err) if isinstance(err, QConsoleError) else err.strerror))
 
     async def on_settings_screen_loaded(self, event: Loaded) -> None:
         box = self.query_one("#settings", VerticalScroll)
@@ -93,7 +106,9 @@ class SettingsScreen(Screen[None]):
             await box.mount(Static(safe_text(event.error, style="red")))
             return
         self.files = event.files
-        self.keys = list(settings.DEFAULTS) + sorted(k for k in event.eff if k not in settings.DEFAULTS)
+        self.defaults = event.defaults
+        known = [f.key for f in self.qroot.setting_fields]
+        self.keys = known + sorted(k for k in event.eff if k not in known)
         grid = Grid(id="sgrid")
         await box.mount(grid)
         # the input columns' headings are indented like the inputs' text (their padding)
@@ -107,7 +122,7 @@ class SettingsScreen(Screen[None]):
                 self.initial[(level, key)] = text
                 inp = Input(text,
                             placeholder="-", id=f"{level}--{key}" if key.isidentifier() else None,
-                            classes="setting", disabled=self.app.read_only)  # type: ignore[attr-defined]
+                            classes="setting", disabled=services(self).read_only)
                 inp.setting = (level, key)  # type: ignore[attr-defined]
                 cells.append(inp)
             cells.append(Label(id=f"eff--{key}" if key.isidentifier() else None, classes="effective"))
@@ -131,13 +146,13 @@ class SettingsScreen(Screen[None]):
                 inp.remove_class("invalid")
                 continue
             try:
-                out[level][key] = settings.parse_value(key, text)
+                out[level][key] = self.qroot.parse_setting(key, text)
                 inp.remove_class("invalid")
-            except settings.SettingsError as err:
+            except QConsoleError as err:
                 problems.append(f"{level}: {err}")
                 inp.add_class("invalid")
         for level in LEVELS:
-            problems.extend(f"{level}: {p}" for p in settings.validate(out[level]))
+            problems.extend(f"{level}: {p}" for p in self.qroot.validate_settings(out[level]))
         return out, problems
 
     def changes(self, typed: dict[str, dict[str, Any]]) -> dict[str, tuple[dict[str, Any], list[str]]]:
@@ -164,7 +179,7 @@ class SettingsScreen(Screen[None]):
         typed, problems = self.values()
         for label in self.query(Label).filter(".effective"):
             key = label.setting_key  # type: ignore[attr-defined]
-            value, source = settings.DEFAULTS.get(key), "default"
+            value, source = self.defaults.get(key), "default"
             for level in LEVELS:
                 if key in typed[level]:
                     value, source = typed[level][key], level
@@ -189,20 +204,25 @@ class SettingsScreen(Screen[None]):
         self.recompute()
 
     # -- save ---------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "save":
+            return self.qroot.can(SETTINGS) and not services(self).read_only
+        return True
+
     def action_save(self) -> None:
-        if self.qroot.layout != DDMQ:
+        if not self.qroot.can(SETTINGS):
             return
-        if self.app.refuse_if_read_only("save settings"):  # type: ignore[attr-defined]
+        if services(self).refuse_if_read_only("save settings"):
             return
         typed, problems = self.values()
         if problems:
-            self.app.say(f"not saved: {problems[0]}", "error")  # type: ignore[attr-defined]
+            services(self).say(f"not saved: {problems[0]}", "error")
             return
         pending = self.changes(typed)
         changes = [(None if level == "root" else self.queue, to_set, to_unset)
                    for level, (to_set, to_unset) in pending.items()]
         if not changes:
-            self.app.say("nothing to save")  # type: ignore[attr-defined]
+            services(self).say("nothing to save")
             return
 
         def save(ops: Any) -> Any:
@@ -211,7 +231,7 @@ class SettingsScreen(Screen[None]):
                 result = ops.save_settings(queue, to_set, unset=to_unset)
             return result
 
-        self.app.run_operation(self.qroot, "save settings", save, lambda _r: self._load_again())  # type: ignore[attr-defined]
+        services(self).run_operation(self.qroot, "save settings", save, lambda _r: self._load_again())
 
     def _load_again(self) -> None:
         self._reload_worker()
@@ -219,12 +239,10 @@ class SettingsScreen(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="settings")
     def _reload_worker(self) -> None:
         try:
-            files = {
-                "root": settings.load_config(settings.config_path(self.qroot.path)),
-                "queue": settings.load_config(settings.config_path(self.qroot.path, self.queue)),
-            }
-        except QConsoleError as err:
-            self.app.call_from_thread(self.app.say, str(err), "error")  # type: ignore[attr-defined]
+            files, _eff, _defaults = self._read()
+        except (QConsoleError, OSError) as err:
+            app = services(self)
+            app.call_from_thread(app.say, str(err), "error")
             return
         self.app.call_from_thread(self._show_files, files)
 

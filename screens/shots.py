@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import itertools
 import os
 import re
 import shutil
 import tempfile
+import time
+from collections.abc import Iterator
 from typing import Any
 
 from qconsole.demo import FIXED_NOW, build_fixture
@@ -19,12 +22,17 @@ from qconsole.backends import open_target as Root
 SHOTS: list[tuple[str, list[str]]] = [
     ("root", ["g"] * 7),
     ("queue", ["enter", "down", "space"]),
+    ("queue-vsqs", ["down", "down", "enter", "end"]),
+    ("search", ["down", "down", "enter", "slash", *"held", "enter"]),
     ("peek", ["enter", "down", "down", "v"]),
     ("settings", ["s"]),
     ("publish", ["p"]),
     ("confirm", ["enter", "P"]),
+    ("trash", ["down", "down", "down", "enter", "d", "y", "t"]),
     ("help", ["question_mark"]),
 ]
+#: shots taken again with the 16-colour palette (file name gets "-16")
+SIXTEEN = ("root", "queue")
 
 
 async def settle(pilot: Any) -> None:
@@ -37,19 +45,23 @@ async def settle(pilot: Any) -> None:
             break
 
 
-async def _shoot(roots: list[str], keys: list[str], out: str, name: str, size: tuple[int, int]) -> str:
+async def _shoot(roots: list[str], keys: list[str], out: str, name: str, size: tuple[int, int],
+                 colors: int = 256) -> str:
+    from qconsole.output.nagios import Thresholds
+
     from .app import QConsoleApp
 
     # the timer advances 4 ms per reading, so every scan reports "in 4 ms" (stable, not "0 ms")
     steps = itertools.count()
     app = QConsoleApp([Root(r) for r in roots], interval=0, live_countdown=False,
-                      clock=lambda: FIXED_NOW, timer=lambda: next(steps) * 0.004, audit_log=os.devnull)
+                      clock=lambda: FIXED_NOW, timer=lambda: next(steps) * 0.004, audit_log=os.devnull,
+                      thresholds=Thresholds(warn_ready=10, crit_ready=50, warn_expired=1), colors=colors)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         for key in keys:
             await pilot.press(key)
             await settle(pilot)
-        path = os.path.join(out, f"{name}.svg")
+        path = os.path.join(out, f"{name}{'-16' if colors <= 16 else ''}.svg")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(portable_svg(app.export_screenshot()))
         return path
@@ -84,9 +96,31 @@ def make_screenshots(out: str, size: tuple[int, int] = (100, 30)) -> list[str]:
     """Write one SVG per main screen into ``out``; returns their paths."""
     os.makedirs(out, exist_ok=True)
     base = os.path.join(tempfile.gettempdir(), "qconsole-demo")
-    shutil.rmtree(base, ignore_errors=True)
+    paths = []
     try:
-        roots = list(build_fixture(base))
-        return [asyncio.run(_shoot(roots, keys, out, name, size)) for name, keys in SHOTS]
+        for name, keys in SHOTS:
+            for colors in (256, 16) if name in SIXTEEN else (256,):
+                # a fresh fixture per shot: a shot that deletes leaves the next one untouched
+                shutil.rmtree(base, ignore_errors=True)
+                roots = list(build_fixture(base))
+                with _fixed_trash():
+                    paths.append(asyncio.run(_shoot(roots, keys, out, name, size, colors)))
+        return paths
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _fixed_trash() -> Iterator[None]:
+    """Trash batches named and dated at the fixture's instant (pictures that do not change)."""
+    import types
+
+    from qconsole.backends.fs import trash
+
+    saved = trash.time, trash.secrets
+    trash.time = types.SimpleNamespace(time=lambda: FIXED_NOW, strftime=time.strftime, gmtime=time.gmtime)  # type: ignore[assignment]
+    trash.secrets = types.SimpleNamespace(token_hex=lambda n: "5eed00"[: 2 * n])  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        trash.time, trash.secrets = saved

@@ -15,7 +15,7 @@ from qconsole.demo import Simulation, build_fixture, make_ddmq_root, make_vsqs_r
 from qconsole.model import QueueScan
 from qconsole.backends import open_target as Root
 
-from screens.rates import QueueHistory, sparkline
+from qconsole.screens.rates import QueueHistory, sparkline
 
 
 def test_no_root_explains_in_one_line_and_points_to_demo() -> None:

@@ -90,13 +90,14 @@ class Option:
 
 
 class SettingField:
-    """One known setting: its key, kind (int, float, bool), bounds and help."""
+    """One known setting: its key, kind (int, float, bool), bounds, help and the store's default."""
 
-    __slots__ = ("key", "kind", "help", "minimum", "maximum")
+    __slots__ = ("key", "kind", "help", "minimum", "maximum", "default")
 
     def __init__(self, key: str, kind: str, help: str, *, minimum: float | None = None,  # noqa: A002
-                 maximum: float | None = None) -> None:
+                 maximum: float | None = None, default: Any = None) -> None:
         self.key = key
+        self.default = default
         self.kind = kind
         self.help = help
         self.minimum = minimum
@@ -195,6 +196,10 @@ class Backend:
 
     def read_payload(self, msg: Message, cap: int | None) -> Payload:
         raise NotImplementedError
+
+    def message_sizes(self, queue: str, msgs: Sequence[Message]) -> dict[str, int | None]:
+        """relpath -> stored size in bytes (None when gone meanwhile), without reading payloads."""
+        return {m.relpath: None for m in msgs}
 
     # ------------------------------------------------------------------ settings
 

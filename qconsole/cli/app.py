@@ -13,7 +13,8 @@ app = typer.Typer(
     help="Administration and monitoring console for file-based message queues (VSQS, ddmq).\n\n"
     "`qconsole ROOT` opens the live console; the commands below script it.",
     no_args_is_help=False,
-    add_completion=False,
+    # typer's --install-completion/--show-completion (rewrite_argv passes them through)
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -36,7 +37,7 @@ GLOBAL_OPTIONS = {"--read-only": False, "--layout": True, "--audit-log": True, "
 def rewrite_argv(argv: list[str]) -> list[str]:
     """`qconsole`, `qconsole ROOT` and `qconsole --read-only ROOT` mean `qconsole open ...`;
     `qconsole --read-only purge q` means `qconsole purge --read-only q`."""
-    if argv[:1] and argv[0] in ("-h", "--help", "--version"):
+    if argv[:1] and argv[0] in ("-h", "--help", "--version", "--install-completion", "--show-completion"):
         return argv
     leading: list[str] = []
     i = 0

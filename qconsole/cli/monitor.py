@@ -138,16 +138,22 @@ def ls_(
     queue: QueueArg,
     state: Annotated[Optional[str], typer.Option("--state", "-s", help=f"Only this state ({', '.join(STATES[:4])}).")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=1, help="At most N messages.")] = None,
+    grep: Annotated[Optional[str], typer.Option("--grep", "-g", help="Only messages whose id, state or payload text contains TEXT (case-insensitive; reads payloads).", show_default=False)] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only messages created within this long (e.g. 30m, 2h).", show_default=False)] = None,
+    older_than: Annotated[Optional[str], typer.Option("--older-than", help="Only messages created at least this long ago (e.g. 1h, 7d).", show_default=False)] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON document.")] = False,
     root_opt: RootOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
 ) -> None:
-    """Messages of a queue: ready ones in the order the real consumer takes them, then in-flight by deadline."""
+    """Messages of a queue: ready ones in the order the real consumer takes them, then in-flight by deadline.
+
+    --grep, --since and --older-than find messages the way the console's `/` search does."""
     from ..output.ls_view import write_ls
 
-    write_ls(pick_root(None, root_opt), layout, queue, state=state, limit=limit, as_json=json_)
+    write_ls(pick_root(None, root_opt), layout, queue, state=state, limit=limit, as_json=json_,
+             grep=grep, since=since, older_than=older_than)
 
 
 def _find(scan: Any, ident: str) -> Any:

@@ -213,8 +213,10 @@ def purge(
 ) -> None:
     """Remove every message of a queue (keeps the directory, ddmq.yaml and work/)."""
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="purge")
-    scan = ops.root.scan_queue(queue)
-    n = scan.counts.get(state, 0) if state else scan.counts["ready"] + scan.counts["inflight"] + scan.counts["expired"]
+    if state is not None and state not in ("ready", "inflight", "expired"):
+        raise fail(f"purge --state takes one of ready, inflight, expired, not {state!r}")
+    # the same listing the purge itself takes: a count by names alone can include non-messages
+    n = len(ops.purge_candidates(queue, state))
     how = "for good" if no_trash else "to the trash"
     _confirm(f"Purge {n} {state or ''} message(s) of {safe_name(queue)} {how}?".replace("  ", " "), yes)
     _report(ops, ops.purge(queue, state=state, trash=not no_trash), verbose_skips=False)
@@ -433,9 +435,19 @@ def audit(
         if "raw" in r:
             _say(f"(unparsable) {r['raw']}")
             continue
-        what = r.get("count")
-        what = f"{what} msg" if what is not None else ""
+        what = _audit_what(r)
         extra = f" -> {r['dest']}" if r.get("dest") else ""
         _say(f"{r.get('time', '?')}  {r.get('user', '?')}@{r.get('host', '?')}  {r.get('action', '?')} "
              f"{r.get('queue') or '-'}{extra}  {what}  {r.get('outcome', '')}"
              + (f": {r['error']}" if r.get("error") else ""))
+
+
+def _audit_what(r: dict[str, Any]) -> str:
+    """What an audit record changed, in a few words: messages, or the settings set and removed."""
+    if r.get("action") == "config":
+        values = r.get("values") or {}
+        parts = [f"{k}={json.dumps(v)}" for k, v in values.items()] if isinstance(values, dict) else []
+        parts += [f"unset {k}" for k in r.get("unset") or []]
+        return escape_controls(" ".join(parts), keep_newlines=False)
+    count = r.get("count")
+    return f"{count} msg" if count is not None else ""

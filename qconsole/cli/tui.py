@@ -10,6 +10,14 @@ from ..backends import open_target
 from .app import app
 from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootArg, RootOpt, guarded, pick_root
 
+WarnReady = Annotated[Optional[int], typer.Option("--warn-ready", min=0, help="Highlight queues with this many ready messages (as `check`).", show_default=False)]
+CritReady = Annotated[Optional[int], typer.Option("--crit-ready", min=0, help="Highlight as critical at this many ready.", show_default=False)]
+WarnAge = Annotated[Optional[float], typer.Option("--warn-age", min=0, help="Highlight when the oldest ready message is this many seconds old.", show_default=False)]
+CritAge = Annotated[Optional[float], typer.Option("--crit-age", min=0, help="Critical at this oldest-ready age (s).", show_default=False)]
+WarnExpired = Annotated[Optional[int], typer.Option("--warn-expired", min=0, help="Highlight at this many expired messages.", show_default=False)]
+CritExpired = Annotated[Optional[int], typer.Option("--crit-expired", min=0, help="Critical at this many expired.", show_default=False)]
+PoisonOpt = Annotated[int, typer.Option("--poison-threshold", min=1, help="The dead-letter view lists messages redelivered this many times (as `report`).")]
+
 
 @app.command("open")
 @guarded
@@ -20,12 +28,29 @@ def open_(
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
+    warn_ready: WarnReady = None,
+    crit_ready: CritReady = None,
+    warn_age: WarnAge = None,
+    crit_age: CritAge = None,
+    warn_expired: WarnExpired = None,
+    crit_expired: CritExpired = None,
+    poison_threshold: PoisonOpt = 3,
 ) -> None:
     """Open the live console on ROOT (the default command: `qconsole ROOT`)."""
-    handle = open_target(pick_root(root, root_opt), layout)
-    from screens.app import QConsoleApp
+    from ..output.nagios import Thresholds
 
-    QConsoleApp(handle, interval=interval, read_only=read_only, audit_log=audit_log).run()
+    handle = open_target(pick_root(root, root_opt), layout)
+    from qconsole.screens.app import QConsoleApp
+
+    QConsoleApp(handle, interval=interval, read_only=read_only, audit_log=audit_log,
+                thresholds=Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired),
+                poison_threshold=poison_threshold).run()
+
+
+def _demo_thresholds() -> object:
+    from ..output.nagios import Thresholds
+
+    return Thresholds(warn_ready=50, crit_ready=200, warn_age=120, crit_age=600, warn_expired=1, crit_expired=10)
 
 
 @app.command()
@@ -38,13 +63,14 @@ def demo(
 ) -> None:
     """A throw-away live system: VSQS and ddmq queues with simulated producers and consumers."""
     if screenshots:
-        from screens.shots import make_screenshots
+        from qconsole.screens.shots import make_screenshots
 
         for path in make_screenshots(screenshots):
             typer.echo(path)
         return
     from ..demo import demo_session
-    from screens.app import QConsoleApp
+    from qconsole.screens.app import QConsoleApp
 
     with demo_session(dir_) as (roots, _sim):
-        QConsoleApp([open_target(r) for r in roots], interval=interval, read_only=read_only).run()
+        QConsoleApp([open_target(r) for r in roots], interval=interval, read_only=read_only,
+                    thresholds=_demo_thresholds()).run()

@@ -159,10 +159,14 @@ class Operations:
         self._guard("purge")
         if state is not None and state not in PURGEABLE:
             raise OperationError(f"purge --state takes one of {', '.join(PURGEABLE)}, not {state!r}")
-        scan = self._scan(queue)
-        msgs = [m for m in scan.messages or () if (m.state == state if state else m.state in PURGEABLE)]
+        msgs = self.purge_candidates(queue, state)
         return self._run("purge", queue, lambda: self._remove("purge", queue, msgs, trash),
                          state=state, trash=trash)
+
+    def purge_candidates(self, queue: str, state: str | None = None) -> list[Message]:
+        """The messages a purge would take now (what a confirmation prompt must count)."""
+        scan = self._scan(queue)
+        return [m for m in scan.messages or () if (m.state == state if state else m.state in PURGEABLE)]
 
     def _remove(self, action: str, queue: str, msgs: list[Message], use_trash: bool) -> OpResult:
         outcomes, batch = self.root.remove(action, queue, msgs, use_trash=use_trash, user=audit.user_name())

@@ -6,7 +6,6 @@ both print the same thing; errors are raised (QConsoleError, OSError) for the ca
 
 from __future__ import annotations
 
-import os
 import sys
 
 from ..errors import QConsoleError
@@ -17,16 +16,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def _sizes(queue_dir: str, relpaths: list[str]) -> dict[str, int | None]:
-    out: dict[str, int | None] = {}
-    for rel in relpaths:
-        try:
-            out[rel] = os.lstat(os.path.join(queue_dir, rel)).st_size
-        except OSError:
-            out[rel] = None  # consumed or moved since the listing
-    return out
-
-
 def ls_document(handle: Any, queue: str, scan: Any, msgs: list[Any], shown: list[Any],
                 sizes: dict[str, int | None]) -> dict[str, Any]:
     from .stats_json import iso_utc
@@ -34,7 +23,7 @@ def ls_document(handle: Any, queue: str, scan: Any, msgs: list[Any], shown: list
     now = scan.scanned_at
     return {
         "schema": "qconsole.ls/1",
-        "root": handle.path,
+        "root": handle.target,
         "queue": queue,
         "layout": handle.kind,
         "generated_at": iso_utc(now),
@@ -60,7 +49,8 @@ def ls_document(handle: Any, queue: str, scan: Any, msgs: list[Any], shown: list
 
 
 def write_ls(root: str | None, layout: str, queue: str, *, state: str | None, limit: int | None,
-             as_json: bool) -> None:
+             as_json: bool, grep: str | None = None, since: str | None = None,
+             older_than: str | None = None) -> None:
     """Print ``qconsole ls QUEUE``: ready messages in the consumer's order, then held and writing ones."""
     from ..backends import open_target
 
@@ -69,8 +59,26 @@ def write_ls(root: str | None, layout: str, queue: str, *, state: str | None, li
     handle = open_target(root, layout)
     scan = handle.scan_queue(queue, collect=True)
     msgs = [m for m in scan.messages or () if state is None or m.state == state]
+    if since is not None or older_than is not None:
+        from ..ops.operations import parse_duration
+        from ..search import age_filter
+
+        keep = age_filter(scan.scanned_at, None if since is None else parse_duration(since),
+                          None if older_than is None else parse_duration(older_than))
+        msgs = [m for m in msgs if keep(m)]
+    if grep is not None:
+        from ..search import message_matches
+
+        needle = grep.lower()
+        found: list[Any] = []
+        for m in msgs:  # stops reading payloads once --limit messages matched
+            if message_matches(handle, m, needle):
+                found.append(m)
+                if limit and len(found) >= limit:
+                    break
+        msgs = found
     shown = msgs[:limit] if limit else msgs
-    sizes = _sizes(handle.queue_path(queue), [m.relpath for m in shown])
+    sizes = handle.message_sizes(queue, shown)
     if as_json:
         from .jsontext import dumps
 

@@ -87,3 +87,25 @@ def peek_document(root: "Backend", msg: Message, payload: Payload) -> dict[str, 
     else:
         doc["payload"] = payload.text()
     return doc
+
+
+def save_payload(backend: Backend, msg: Message, path: str) -> int:
+    """Write a message's whole payload (up to the parse limit) to a new file ``path``; its size.
+
+    Never overwrites (O_EXCL) and never follows a link at ``path``; the file is private (0600):
+    payloads may hold what the queue's readers alone should see.
+    """
+    import os
+
+    from ..payload import MAX_PARSE
+
+    payload = backend.read_payload(msg, MAX_PARSE)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        view = memoryview(payload.body)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return len(payload.body)

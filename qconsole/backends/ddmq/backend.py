@@ -48,11 +48,11 @@ class DdmqBackend(FileBackend):
         Option("requeue_limit", "int", "At most N requeues.", minimum=0),
     )
     setting_fields = (
-        SettingField("message_timeout", "int", "seconds a consumed message stays hidden", minimum=0),
-        SettingField("priority", "int", "default priority of new messages (lower first)", minimum=0),
-        SettingField("requeue", "bool", "requeue expired messages"),
-        SettingField("requeue_prio", "int", "priority of requeued messages", minimum=0),
-        SettingField("cleaned", "int", "when ddmq last cleaned the queue (epoch s)", minimum=0),
+        SettingField("message_timeout", "int", "seconds a consumed message stays hidden", minimum=0, default=600),
+        SettingField("priority", "int", "default priority of new messages (lower first)", minimum=0, default=999),
+        SettingField("requeue", "bool", "requeue expired messages", default=True),
+        SettingField("requeue_prio", "int", "priority of requeued messages", minimum=0, default=0),
+        SettingField("cleaned", "int", "when ddmq last cleaned the queue (epoch s)", minimum=0, default=0),
     )
 
     def is_queue_dir(self, path: str) -> bool:
@@ -62,7 +62,11 @@ class DdmqBackend(FileBackend):
         from ...payload import MAX_PARSE, payload_from_document
 
         data, size = self.read_message_file(msg, MAX_PARSE)
-        return payload_from_document(data, size, cap)
+        payload = payload_from_document(data, size, cap)
+        counter = payload.fields.get("requeue_counter")
+        if isinstance(counter, int) and not isinstance(counter, bool) and counter >= 0:
+            payload.redeliveries = counter
+        return payload
 
     # ------------------------------------------------------------------ settings
 

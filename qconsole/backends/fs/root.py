@@ -184,6 +184,16 @@ class FileBackend(Backend):
                 raise MessageNotFoundError(f"{msg.name}: gone (consumed or moved meanwhile)")
         return data, st.st_size
 
+    def message_sizes(self, queue: str, msgs: Sequence[Message]) -> dict[str, int | None]:
+        qdir = self.require_queue(queue)
+        out: dict[str, int | None] = {}
+        for m in msgs:
+            try:
+                out[m.relpath] = os.lstat(os.path.join(qdir, m.relpath)).st_size
+            except OSError:
+                out[m.relpath] = None  # consumed or moved since the listing
+        return out
+
     # ------------------------------------------------------------------ changes shared by both layouts
 
     def remove(self, action: str, queue: str, msgs: Sequence[Message], *, use_trash: bool,

@@ -1,0 +1,129 @@
+"""The trash of a root: each batch a delete or purge made, what it holds, and restore."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message as TMessage
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from qconsole.backends.base import Backend
+from qconsole.errors import QConsoleError
+from qconsole.output import humanize
+from qconsole.safetext import safe_name
+
+from .dialogs import ConfirmScreen
+from .services import services
+
+#: ids named per batch in the "holds" column, cut to its width (the table never scrolls sideways)
+SHOWN_IDS = 2
+HOLDS_W = 24
+
+
+class TrashScreen(Screen[None]):
+    """Newest batch first; enter restores the batch under the cursor (after asking)."""
+
+    MUTATING = frozenset({"restore"})
+    BINDINGS = [
+        Binding("enter,r", "restore", "Restore", id="trash.restore"),
+        Binding("g", "reload", "Reload", id="trash.reload"),
+        Binding("escape,q", "back", "Back", id="trash.back"),
+        Binding("j", "cursor(1)", "Down", show=False, id="trash.down"),
+        Binding("k", "cursor(-1)", "Up", show=False, id="trash.up"),
+    ]
+
+    class Listed(TMessage):
+        def __init__(self, batches: list, error: str | None) -> None:  # noqa: ANN001
+            super().__init__()
+            self.batches = batches
+            self.error = error
+
+    def __init__(self, root: Backend) -> None:
+        super().__init__()
+        self.qroot = root
+        self.batches: list = []
+        self.last_batch: object | None = None  # tests and screenshots wait for the first listing
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(Text.assemble(("trash of ", "dim"), (safe_name(self.qroot.target), "bold")), id="ttitle")
+        table: DataTable[Text | str] = DataTable(cursor_type="row", id="batches")
+        for key, label, width in (("when", "when", 19), ("action", "action", 6), ("queue", "queue", 12),
+                                  ("count", "msgs", 5), ("holds", "holds", HOLDS_W)):
+            table.add_column(label, key=key, width=width)
+        yield table
+        yield Static(Text("listing…", style="dim"), id="tstatus")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).focus()
+        self._list_worker()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "restore" and services(self).read_only:
+            return False
+        return True
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="trash")
+    def _list_worker(self) -> None:
+        try:
+            batches = services(self).operations(self.qroot).trash_list()
+            self.post_message(self.Listed(batches, None))
+        except (QConsoleError, OSError) as err:
+            self.post_message(self.Listed([], str(err) if isinstance(err, QConsoleError) else err.strerror))
+
+    def on_trash_screen_listed(self, event: Listed) -> None:
+        self.last_batch = event
+        table = self.query_one(DataTable)
+        table.clear()
+        self.batches = sorted(event.batches, key=lambda b: b.created_at, reverse=True)
+        for b in self.batches:
+            held = ", ".join(safe_name(i) for i in b.ids[:SHOWN_IDS])
+            more = f" +{len(b.ids) - SHOWN_IDS}" if len(b.ids) > SHOWN_IDS else ""
+            if len(held) + len(more) > HOLDS_W:
+                held = held[: HOLDS_W - len(more) - 1] + "…"
+            held += more
+            table.add_row(humanize.clock(b.created_at), b.action, safe_name(b.queue or "-"),
+                          Text(str(b.count), justify="right"), held, key=b.batch)
+        status = self.query_one("#tstatus", Static)
+        if event.error:
+            status.update(Text(safe_name(event.error), style="red"))
+        elif not self.batches:
+            status.update(Text("the trash is empty", style="dim"))
+        else:
+            status.update(Text(f"{len(self.batches)} batch(es) · enter restores the highlighted batch "
+                               "into its queue", style="dim"))
+
+    def action_cursor(self, step: int) -> None:
+        table = self.query_one(DataTable)
+        table.move_cursor(row=max(0, table.cursor_row + step))
+
+    def action_reload(self) -> None:
+        self._list_worker()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_restore()
+
+    def action_restore(self) -> None:
+        app = services(self)
+        if app.refuse_if_read_only("restore") or not self.batches:
+            return
+        table = self.query_one(DataTable)
+        batch = self.batches[min(table.cursor_row, len(self.batches) - 1)]
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                app.run_operation(self.qroot, "restore", lambda ops: ops.trash_restore(batch.batch),
+                                  lambda _r: self._list_worker())
+
+        self.app.push_screen(ConfirmScreen(
+            f"Restore {batch.count} message(s) into {safe_name(batch.queue or '?')}?",
+            f"Batch {safe_name(batch.batch)} ({batch.action} at {humanize.clock(batch.created_at)})."), answered)
