@@ -568,8 +568,9 @@ def load_yaml(data: bytes, what: str) -> Any:
 
     if len(data) > MAX_YAML_BYTES:
         raise SettingsError(f"{what}: {len(data)} bytes; a settings file may have at most {MAX_YAML_BYTES}")
-    loader = _limited_loader()(data)
+    loader = None
     try:
+        loader = _limited_loader()(data)  # the reader checks the bytes here already
         return loader.get_single_data()
     except _YamlLimit as err:
         raise SettingsError(f"{what}: {err}") from None
@@ -581,7 +582,8 @@ def load_yaml(data: bytes, what: str) -> Any:
     except (RecursionError, ValueError, OverflowError, MemoryError) as err:
         raise SettingsError(f"{what}: not valid YAML: {err.__class__.__name__}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 class _YamlLimit(Exception):
