@@ -225,17 +225,26 @@ def write_tmp(c: safety.Confined, dest_dir: str, data: bytes, token: str, gid: i
 SYNC_THREADS = 16
 
 
-def sync_files(c: safety.Confined, paths: list[str]) -> None:
+def _fsync_path(path: str) -> None:
+    # read-only, never through a link: an fsync changes nothing in the tree
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sync_files(paths: list[str]) -> None:
     """fsync every file, several at once: concurrent fsyncs share the file system's journal
     commits (one commit per file is what makes a per-message fsync the cost of a requeue)."""
     if len(paths) < 2:
         for path in paths:
-            c.fsync(path)
+            _fsync_path(path)
         return
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(min(SYNC_THREADS, len(paths))) as pool:
-        list(pool.map(c.fsync, paths))  # list(): re-raises the first error
+        list(pool.map(_fsync_path, paths))  # list(): re-raises the first error
 
 
 def undo_prepared(entries: list[tuple[Claim, Placement]]) -> None:
@@ -259,7 +268,7 @@ def transfer_prepared(dest_queue: str, entries: list[tuple[Claim, Placement]]) -
     c = entries[0][0].c
     committed = 0
     try:
-        sync_files(c, [os.path.join(p.dest_dir, p.tmp) for _c, p in entries if p.tmp])
+        sync_files([os.path.join(p.dest_dir, p.tmp) for _c, p in entries if p.tmp])
         for claim, placement in entries:
             safety.check_name(placement.final, "message name")
             claim.write_journal(dest_queue, placement)

@@ -27,6 +27,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable
+from time import strptime as _strptime
 from typing import Any
 
 from ...errors import OperationError, QConsoleError
@@ -97,7 +98,7 @@ def read_manifest(c: safety.Confined, batch: str) -> dict[str, Any]:
 
 
 def _named_time(batch: str) -> float:
-    return float(calendar.timegm(time.strptime(batch[:15], "%Y%m%dT%H%M%S")))
+    return float(calendar.timegm(_strptime(batch[:15], "%Y%m%dT%H%M%S")))
 
 
 def created_at(batch: str, doc: dict[str, Any]) -> float:
