@@ -22,13 +22,13 @@ MACHINE_FORMATS = ("json", "prometheus")
 FORMATS = (*MACHINE_FORMATS, "table")
 
 
-def render_machine(scan: Any, fmt: str, *, pretty: bool) -> str:
-    """A RootScan as the stats JSON document or Prometheus text."""
+def render_machine(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> str:
+    """A RootScan as the stats JSON document (schema ``qconsole.stats/<schema>``) or Prometheus text."""
     if fmt == "json":
         from .output.jsontext import dumps
         from .output.stats_json import stats_document
 
-        return dumps(stats_document(scan), pretty=pretty) + "\n"
+        return dumps(stats_document(scan, schema), pretty=pretty) + "\n"
     from .output import prometheus
 
     return prometheus.render(scan)
@@ -37,11 +37,14 @@ def render_machine(scan: Any, fmt: str, *, pretty: bool) -> str:
 #: option kinds: "flag" (no value), "str", "list" (repeatable), "count" (int >= 0), "posint" (int >= 1),
 #: "seconds" (plain decimal >= 0), "format". A value this parser doubts sends the call to typer.
 _COMMON = {"--root": ("root_opt", "str"), "-r": ("root_opt", "str"), "--layout": ("layout", "str"),
-           "--audit-log": ("audit_log", "str"), "--read-only": ("read_only", "flag")}
+           "--audit-log": ("audit_log", "str"), "--read-only": ("read_only", "flag"),
+           # Redis TLS (see cli.app.take_connection_options): handed on through the environment
+           "--ca": ("ca", "str"), "--insecure": ("insecure", "flag")}
 _SCAN = {**_COMMON, "--queue": ("queues", "list"), "-q": ("queues", "list"), "--check-types": ("check_types", "flag"),
          "--jobs": ("jobs", "posint"), "-j": ("jobs", "posint")}
 SPECS: dict[str, dict[str, tuple[str, str]]] = {
-    "stats": {**_SCAN, "--json": ("json", "flag"), "--format": ("fmt", "format"), "-f": ("fmt", "format")},
+    "stats": {**_SCAN, "--json": ("json", "flag"), "--format": ("fmt", "format"), "-f": ("fmt", "format"),
+              "--schema": ("schema", "schema")},
     "check": {**_SCAN, **{f"--{w}-{m}": (f"{w}_{m}", "seconds" if m == "age" else "count")
                           for w in ("warn", "crit") for m in ("ready", "age", "expired")}},
     "ls": {**_COMMON, "--state": ("state", "str"), "-s": ("state", "str"), "--limit": ("limit", "posint"),
@@ -59,6 +62,8 @@ def _value(kind: str, value: str) -> Any:
         return value
     if kind == "format":
         return value if value in FORMATS else None
+    if kind == "schema":
+        return int(value) if value in ("1", "2") else None
     if kind in ("count", "posint"):
         if not (value.isascii() and value.isdigit()) or (kind == "posint" and int(value) < 1):
             return None
@@ -112,6 +117,11 @@ def parse_args(command: str, argv: list[str]) -> dict[str, Any] | None:
         return None  # QUEUE missing: typer's usage error
     if command == "stats":
         opts["fmt"] = "json" if opts["json"] else (opts["fmt"] or "table")
+        opts["schema"] = opts["schema"] or 2
+    if opts.get("insecure"):
+        os.environ["QCONSOLE_REDIS_INSECURE"] = "1"
+    if opts.get("ca"):
+        os.environ["QCONSOLE_REDIS_CA"] = opts["ca"]
     return opts
 
 
@@ -120,10 +130,10 @@ def _parse(argv: list[str]) -> dict[str, Any] | None:
     return parse_args("stats", argv)
 
 
-def write_stats(scan: Any, fmt: str, *, pretty: bool) -> None:
+def write_stats(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> None:
     """A RootScan to stdout in one of FORMATS (the table through Rich, imported only for it)."""
     if fmt in MACHINE_FORMATS:
-        sys.stdout.write(render_machine(scan, fmt, pretty=pretty))
+        sys.stdout.write(render_machine(scan, fmt, pretty=pretty, schema=schema))
     else:
         from rich.console import Console
 
@@ -142,8 +152,11 @@ def fast_stats(argv: list[str]) -> int | None:
 
     def body() -> None:
         handle = open_target(pick_root(opts["root"], opts["root_opt"]), opts["layout"])
-        scan = handle.scan(opts["queues"] or None, check_types=opts["check_types"], jobs=opts["jobs"])
-        write_stats(scan, opts["fmt"], pretty=True)
+        try:
+            scan = handle.scan(opts["queues"] or None, check_types=opts["check_types"], jobs=opts["jobs"])
+        finally:
+            handle.close()  # a Redis connection; nothing for a directory
+        write_stats(scan, opts["fmt"], pretty=True, schema=opts["schema"])
 
     return guarded_call(body)
 

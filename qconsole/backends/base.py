@@ -266,6 +266,10 @@ class Backend:
     def create_queue(self, queue: str) -> None:
         raise Unsupported(f"{self.kind}: creating queues is not supported")
 
+    def delete_queue(self, queue: str) -> int:
+        """Remove a queue as its clients do (RSMQ: deleteQueue); stores without it: Unsupported."""
+        raise Unsupported(f"{self.title}: deleting queues is not supported (remove the directory yourself)")
+
     # ------------------------------------------------------------------ trash / recovery
 
     def trash_list(self) -> list[TrashBatch]:

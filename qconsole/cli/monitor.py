@@ -39,9 +39,10 @@ def _dump(doc: Any, pretty: bool) -> str:
 
 
 def _stats_once(
-    handle: Backend, queue: list[str] | None, fmt: Format, *, pretty: bool, check_types: bool, jobs: int | None
+    handle: Backend, queue: list[str] | None, fmt: Format, *, pretty: bool, check_types: bool, jobs: int | None,
+    schema: int = 2,
 ) -> None:
-    write_stats(handle.scan(queue, check_types=check_types, jobs=jobs), fmt.value, pretty=pretty)
+    write_stats(handle.scan(queue, check_types=check_types, jobs=jobs), fmt.value, pretty=pretty, schema=schema)
 
 
 @app.command()
@@ -53,13 +54,14 @@ def stats(
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
     queue: Annotated[Optional[list[str]], typer.Option("--queue", "-q", help="Only this queue (repeatable).")] = None,
     watch: Annotated[Optional[float], typer.Option("--watch", "-w", min=0.1, help="Rescan every N seconds; with JSON one document per line.")] = None,
+    schema: Annotated[int, typer.Option("--schema", min=1, max=2, help="JSON document version: 2 (with `delayed` and the RSMQ figures) or 1 (as before, for existing scripts).")] = 2,
     check_types: CheckTypesOpt = False,
     jobs: JobsOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
 ) -> None:
-    """Counts by state for every queue: a table, JSON (schema qconsole.stats/1) or Prometheus text."""
+    """Counts by state for every queue: a table, JSON (schema qconsole.stats/2; --schema 1 for /1) or Prometheus text."""
     fmt = Format.json if json_ else fmt
     if watch is not None:
         from ..backends.fs.safety import check_duration
@@ -68,7 +70,7 @@ def stats(
     handle = open_target(pick_root(root, root_opt), layout)
 
     def once() -> None:
-        _stats_once(handle, queue, fmt, pretty=watch is None, check_types=check_types, jobs=jobs)
+        _stats_once(handle, queue, fmt, pretty=watch is None, check_types=check_types, jobs=jobs, schema=schema)
 
     if watch is None:
         once()

@@ -302,6 +302,24 @@ def config(
         _say(f"{k:<{width}}  {eff[k].value!s:<12} ({eff[k].source})")
 
 
+@app.command("delete-queue")
+@guarded
+def delete_queue(
+    queue: QueueArg,
+    force: Annotated[bool, typer.Option("--force", help="Also when it still holds messages (they are gone for good).")] = False,
+    yes: YesOpt = False,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Remove a queue as its clients do (RSMQ: deleteQueue). A queue holding messages needs --force."""
+    ops = _ops(root_opt, layout, read_only, audit_log, refuse="delete-queue")
+    ops.root.scan_queue(queue)  # unknown queue: say so before asking
+    _confirm(f"Delete queue {safe_name(queue)}" + (" and every message in it" if force else "") + "?", yes)
+    _report(ops, ops.delete_queue(queue, force=force))
+
+
 @app.command()
 @guarded
 def create(

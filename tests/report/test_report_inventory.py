@@ -46,7 +46,7 @@ def test_ddmq_rows_and_summary_match_the_scan_and_hand_computed_values(tmp_path)
         assert {s: stats[name]["counts"][s] for s in STATES} == scan[name].counts
         assert stats[name]["counts"]["total"] == scan[name].total
     jobs = stats["jobs"]
-    assert jobs["counts"] == {READY: 6, INFLIGHT: 1, "expired": 0, WRITING: 1, FOREIGN: 1, "total": 8}
+    assert jobs["counts"] == {READY: 6, INFLIGHT: 1, "expired": 0, "delayed": 0, WRITING: 1, FOREIGN: 1, "total": 8}
     # payload sizes 10, 3, 3, 40, 100, 5 (the corrupt file has none)
     assert jobs["percentiles"]["size_bytes"] == {"p50": 7.5, "p95": 85.0, "p99": 97.0, "max": 100.0}
     ids = {m.message: m.id for m in info["published"] if m.message != "dup"}
@@ -99,7 +99,7 @@ def test_vsqs_rows_match_the_scan_and_bad_files_are_rows(tmp_path):
     for name in names:
         assert {s: stats[name]["counts"][s] for s in STATES} == scan[name].counts
     jobs = stats["jobs"]
-    assert jobs["counts"] == {READY: 3, INFLIGHT: 1, "expired": 0, WRITING: 1, FOREIGN: 1, "total": 5}
+    assert jobs["counts"] == {READY: 3, INFLIGHT: 1, "expired": 0, "delayed": 0, WRITING: 1, FOREIGN: 1, "total": 5}
     assert jobs["duplicates"]["messages"] == 2 and jobs["duplicates"]["payloads"] == 1  # b"hello" twice
     assert jobs["poison"] is None  # vsqs has no redelivery counter: not shown as 0
     assert jobs["errors"] == 2  # binary payload + foreign README
