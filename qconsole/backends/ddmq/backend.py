@@ -59,10 +59,19 @@ class DdmqBackend(FileBackend):
         return layout.is_queue_dir(path)
 
     def read_payload(self, msg: Message, cap: int | None) -> Payload:
-        from ...payload import MAX_PARSE, payload_from_document
+        from ...payload import MAX_PARSE, payload_from_bytes, payload_of_body
+        from . import body
 
-        data, size = self.read_message_file(msg, MAX_PARSE)
-        payload = payload_from_document(data, size, cap)
+        data, size = self.read_message_file(msg, MAX_PARSE)  # no link on the way followed
+        doc = body.parse(data) if size <= MAX_PARSE else None
+        if doc is None or "message" not in doc:
+            # ddmq writes non-atomically: a half-written or foreign file is shown as it is
+            shown = payload_from_bytes(data, size, cap)
+            shown.error = ("file too large to parse" if size > MAX_PARSE
+                           else "not a complete ddmq JSON message (half-written or corrupt)")
+            return shown
+        fields = {k: v for k, v in doc.items() if k != "message"}
+        payload = payload_of_body(body.message_bytes(doc), size, cap, fields)
         counter = payload.fields.get("requeue_counter")
         if isinstance(counter, int) and not isinstance(counter, bool) and counter >= 0:
             payload.redeliveries = counter
