@@ -19,7 +19,7 @@ from textual.widgets import Footer, Header, Input, Label, Static
 
 from qconsole.backends.base import SETTINGS, Backend, Setting
 from qconsole.errors import QConsoleError
-from qconsole.safetext import safe_name, safe_text
+from qconsole.safetext import escape_controls, safe_name, safe_text
 
 from .services import services
 
@@ -27,9 +27,11 @@ LEVELS = ("root", "queue")
 
 
 def show_value(value: Any) -> str:
+    """A value as a field shows it: controls from a shared ddmq.yaml (an OSC title, an OSC 52
+    clipboard write) are shown escaped, never sent to the terminal."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return "" if value is None else str(value)
+    return "" if value is None else escape_controls(str(value)[:4096], keep_newlines=False)
 
 
 def file_values(root: dict[str, Setting], queue: dict[str, Setting]) -> dict[str, dict[str, Any]]:

@@ -189,12 +189,12 @@ def test_permission_denied_is_one_line(droot):
 
 def test_permission_denied_simulated_is_one_line(droot, monkeypatch):
     """As root the bits above are ignored: simulate EACCES on create (a sticky/group dir)."""
-    from qconsole.backends.fs import atomic as fsatomic
+    from qconsole.backends.fs import safety
 
-    def denied(path, gid=None):
+    def denied(self, path, gid=None, mode=0o666):
         raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr(fsatomic, "create_exclusive", denied)
+    monkeypatch.setattr(safety.Confined, "create_exclusive", denied)
     before = tree(droot)
     for cmd in (["publish", "jobs", "x"], ["config", "jobs", "priority=3"], ["requeue", "jobs", "--all"]):
         res = run(*cmd, "-r", droot)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
 
@@ -51,6 +52,30 @@ def rewrite_argv(argv: list[str]) -> list[str]:
     if rest and rest[0] in _command_names():
         return [rest[0], *leading, *rest[1:]]
     return [DEFAULT_COMMAND, *argv]
+
+
+def _one_line_usage_errors() -> None:
+    """Bad options get one clear line on stderr and exit 2, like every other bad input
+    (click's default is a usage block, a hint and the error on three or more lines)."""
+    try:  # typer >= 0.2x vendors click; older ones use click itself
+        from typer._click.exceptions import UsageError  # type: ignore[import-not-found]
+    except ImportError:
+        try:
+            from click.exceptions import UsageError  # type: ignore[no-redef]
+        except ImportError:
+            return
+
+    def show(self: Any, file: object = None) -> None:
+        from ..safetext import escape_controls
+
+        cmd = self.ctx.command_path if self.ctx is not None else "qconsole"
+        msg = escape_controls(self.format_message(), keep_newlines=False)
+        sys.stderr.write(f"qconsole: {msg} (see {cmd} -h)\n")
+
+    UsageError.show = show  # type: ignore[method-assign]
+
+
+_one_line_usage_errors()  # for every way in (the console script, CliRunner, the TUI's CLI)
 
 
 def take_connection_options(argv: list[str]) -> list[str]:

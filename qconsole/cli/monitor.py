@@ -63,6 +63,10 @@ def stats(
 ) -> None:
     """Counts by state for every queue: a table, JSON (schema qconsole.stats/2; --schema 1 for /1) or Prometheus text."""
     fmt = Format.json if json_ else fmt
+    if watch is not None:
+        from ..backends.fs.safety import check_duration
+
+        check_duration(watch, "--watch")  # nan/inf pass typer's min= check
     handle = open_target(pick_root(root, root_opt), layout)
 
     def once() -> None:

@@ -150,8 +150,9 @@ def publish(
             raise fail("nothing to publish: give TEXT, --file PATH or pipe it on stdin")
         data = sys.stdin.buffer.read()
     elif file is not None:
-        with open(file, "rb") as fh:
-            data = fh.read()
+        from ..backends.fs import safety
+
+        data = safety.read_regular(file, follow=True)  # a FIFO or /dev/zero is refused, never read
     else:
         data = (text or "").encode()
     result = ops.publish(queue, [data] * count, **options)
@@ -420,7 +421,7 @@ def trash_empty(
     from ..ops import parse_duration
 
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="trash empty")
-    secs = parse_duration(older_than) if older_than else None
+    secs = parse_duration(older_than) if older_than is not None else None  # "" is refused, not "all"
     _confirm("Empty the trash" + (f" of batches older than {older_than}" if older_than else "") + "?", yes)
     _report(ops, ops.trash_empty(secs))
 
@@ -438,8 +439,9 @@ def audit(
     """The log of every change made through qconsole."""
     from ..ops import audit as audit_mod
 
-    path = audit_log or open_target(pick_root(None, root_opt), layout).default_audit_log()
-    records = audit_mod.read(path, tail)
+    handle = open_target(pick_root(None, root_opt), layout) if not audit_log else None
+    path = audit_log or handle.default_audit_log()
+    records = audit_mod.read(path, tail, root=getattr(handle, "path", None))
     if json_:
         for r in records:
             sys.stdout.write(json.dumps(r, ensure_ascii=True) + "\n")

@@ -58,31 +58,42 @@ def record(root: str, queue: str | None, action: str, **fields: Any) -> dict[str
     return doc
 
 
-def append(path: str, doc: dict[str, Any]) -> None:
-    """Append one line; the directory is created (mode from umask) when missing."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+def append(path: str, doc: dict[str, Any], root: str | None = None) -> None:
+    """Append one line with one O_APPEND write. Inside ``root`` no link on the way is followed;
+    anywhere, the log must be a regular file (a FIFO there fails at once, it never blocks)."""
+    from ..backends.fs import safety
+
     line = (json.dumps(doc, ensure_ascii=True, default=str) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    if root and safety.under(root, path):
+        safety.append_line_confined(root, path, line)
+    else:
+        safety.append_line(path, line, follow=True, make_dirs=True)
 
 
-def read(path: str, tail: int | None = None) -> list[dict[str, Any]]:
+def read(path: str, tail: int | None = None, root: str | None = None) -> list[dict[str, Any]]:
     """The last ``tail`` records (all when None); unparsable lines come back as ``{"raw": ...}``."""
+    from ..backends.fs import safety
+
     try:
-        with open(path, "rb") as fh:
-            lines = deque(fh, maxlen=tail) if tail else list(fh)
+        if root and safety.under(root, path):
+            with safety.Confined(root) as c:
+                data = c.read(path)
+        else:
+            data = safety.read_regular(path, follow=True)
     except FileNotFoundError:
         return []
     except OSError as err:
         raise QConsoleError(f"audit log {path}: {err.strerror}") from None
+    except QConsoleError as err:
+        raise QConsoleError(f"audit log: {err}") from None
+    lines = data.splitlines(keepends=True)
+    if tail:
+        lines = list(deque(lines, maxlen=tail))
     out = []
     for raw in lines:
         try:
             doc = json.loads(raw)
             out.append(doc if isinstance(doc, dict) else {"raw": raw.decode("utf-8", "replace").rstrip()})
-        except ValueError:
+        except (ValueError, RecursionError):
             out.append({"raw": raw.decode("utf-8", "replace").rstrip()})
     return out

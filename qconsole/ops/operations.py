@@ -47,15 +47,22 @@ class Operations:
 
     def _audit(self, queue: str | None, action: str, **fields: Any) -> None:
         doc = audit.record(self.root.target, queue, action, source=self.source, **fields)
+        root = getattr(self.root, "path", None)  # a file store: its own log is confined to it
         try:
-            audit.append(self.audit_path, doc)
-        except OSError as err:
-            self.warnings.append(f"audit log {self.audit_path}: {err.strerror}")
+            audit.append(self.audit_path, doc, root=root)
+        except (OSError, QConsoleError) as err:
+            why = err.strerror if isinstance(err, OSError) else str(err)
+            self.warnings.append(f"audit log {self.audit_path}: {why}")
 
     def _run(self, action: str, queue: str | None, body: Callable[[], OpResult], **fields: Any) -> OpResult:
         self._guard(action)
         try:
             result = body()
+        except KeyboardInterrupt:
+            # ctrl+c: what was done is still logged (e.g. the messages a publish --count did publish)
+            done = list(getattr(self.root, "published", None) or []) if action == "publish" else []
+            self._audit(queue, action, outcome="interrupted", ids=done[:1000], count=len(done), **fields)
+            raise
         except (QConsoleError, OSError) as err:
             msg = str(err) if isinstance(err, QConsoleError) else f"{err.filename or ''}: {err.strerror}"
             self._audit(queue, action, outcome="error", error=msg, **fields)
@@ -276,7 +283,9 @@ class Operations:
 
     def trash_empty(self, older_than_s: float | None = None) -> OpResult:
         self._guard("trash empty")
-        if older_than_s is not None and not (older_than_s >= 0 and older_than_s != float("inf")):
+        if older_than_s is not None and (isinstance(older_than_s, bool) or not isinstance(older_than_s, (int, float))
+                                         or not math.isfinite(older_than_s) or older_than_s < 0):
+            # (the CLI's parse_duration refuses 0 too; here 0 means "every batch", as None does)
             raise OperationError("--older-than must be a finite duration, not negative")
         return self._run("trash empty", None,
                          lambda: OpResult("trash empty", None, self.root.trash_empty(older_than_s)),
@@ -314,18 +323,19 @@ def create_queue_in(target: str | None, layout: str, queue: str, *, audit_log: s
 
 
 def parse_duration(text: str) -> float:
-    """``7d``, ``12h``, ``30m``, ``45s`` or plain seconds -> seconds."""
+    """``7d``, ``12h``, ``30m``, ``45s``, ``2w`` or plain seconds -> seconds: a finite number
+    above 0 (``nan``, ``inf``, ``""``, ``0`` or ``-1`` never mean "everything")."""
     units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-    t = text.strip().lower()
+    t = (text or "").strip().lower()
     mult = units.get(t[-1:], None)
     num = t[:-1] if mult else t
-    try:
-        value = float(num)
-    except ValueError:
-        raise OperationError(f"bad duration {text!r}: use e.g. 7d, 12h, 30m") from None
-    if not math.isfinite(value) or value < 0:
-        raise OperationError(f"bad duration {text!r}: must be a finite, non-negative number")
-    return value * (mult or 1)
+    if not num or not all(ch.isascii() and (ch.isdigit() or ch == ".") for ch in num) or num.count(".") > 1 \
+            or num == ".":
+        raise OperationError(f"bad duration {text!r}: use e.g. 7d, 12h, 30m or seconds")
+    value = float(num) * (mult or 1)
+    if not math.isfinite(value) or value <= 0:
+        raise OperationError(f"bad duration {text!r}: must be a finite time above 0")
+    return value
 
 
 __all__ = ["Operations", "parse_duration", "MessageNotFoundError"]

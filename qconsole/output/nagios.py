@@ -37,6 +37,11 @@ def _perf_label(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:-]", "_", name)
 
 
+def _text_name(name: str) -> str:
+    # '|' starts the perfdata in a plugin line: a queue name must not inject its own
+    return safe_name(name).replace("|", "/")
+
+
 def _level(value: float, warn: float | None, crit: float | None) -> int:
     if crit is not None and value >= crit:
         return CRITICAL
@@ -67,7 +72,7 @@ def evaluate(scan: RootScan, t: Thresholds) -> tuple[int, str]:
         ):
             lvl = _level(value, warn, crit)
             if lvl != OK:
-                problems.append(f"{safe_name(q.name)} {what}={_fmt(value)}{unit} ({NAMES[lvl]})")
+                problems.append(f"{_text_name(q.name)} {what}={_fmt(value)}{unit} ({NAMES[lvl]})")
                 status = max(status, lvl)
             perf.append(f"{_perf_label(q.name)}_{what}={_fmt(value)}{unit};{_fmt(warn)};{_fmt(crit)};0;")
         if q.extras is not None:  # RSMQ: delayed messages and the queue's own counters
@@ -78,7 +83,7 @@ def evaluate(scan: RootScan, t: Thresholds) -> tuple[int, str]:
             if q.extras.get("received_more_than_once") is not None:
                 perf.append(f"{_perf_label(q.name)}_redelivered={q.extras['received_more_than_once']};;;0;")
         if q.errors:
-            problems.append(f"{safe_name(q.name)}: {len(q.errors)} scan error(s)")
+            problems.append(f"{_text_name(q.name)}: {len(q.errors)} scan error(s)")
             status = max(status, WARNING)
     totals = scan.totals()
     summary = f"{len(scan.queues)} queues, {totals[READY]} ready, {totals['inflight']} inflight, {totals[EXPIRED]} expired"

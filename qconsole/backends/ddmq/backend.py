@@ -23,6 +23,18 @@ def _nonneg_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def _checked(value: Any, what: str) -> int:
+    """A priority as publish accepts one, or OperationError (one line) -- never a file name
+    built from ``abc``, ``-1`` or 10**40."""
+    from ...errors import QConsoleError
+    from ..fs import safety
+
+    try:
+        return safety.check_priority(value, what)
+    except QConsoleError as err:
+        raise OperationError(str(err)) from None
+
+
 class DdmqBackend(FileBackend):
     kind = "ddmq"
     title = "ddmq"
@@ -48,11 +60,9 @@ class DdmqBackend(FileBackend):
 
     def read_payload(self, msg: Message, cap: int | None) -> Payload:
         from ...payload import MAX_PARSE, payload_from_bytes, payload_of_body
-        from ..fs.atomic import read_file_bytes
         from . import body
 
-        path = os.path.join(self.require_queue(msg.queue), msg.relpath)
-        data, size = read_file_bytes(path, MAX_PARSE)
+        data, size = self.read_message_file(msg, MAX_PARSE)  # no link on the way followed
         doc = body.parse(data) if size <= MAX_PARSE else None
         if doc is None or "message" not in doc:
             # ddmq writes non-atomically: a half-written or foreign file is shown as it is
@@ -105,6 +115,7 @@ class DdmqBackend(FileBackend):
     # ------------------------------------------------------------------ changes
 
     def publish(self, queue: str, payloads: Sequence[bytes], options: dict[str, Any]) -> list[str]:
+        from ..fs import safety
         from .settings import DEFAULTS
         from . import writes
 
@@ -118,79 +129,94 @@ class DdmqBackend(FileBackend):
         conf = self._conf(queue)
         prio = options.get("priority")
         if prio is None:
-            prio = conf.get("priority", DEFAULTS["priority"])
-            if not _nonneg_int(prio):
-                raise OperationError(f"the queue's default priority must be a non-negative integer, got {prio!r}")
+            prio = self.default_priority(conf, "the queue's default priority")
+        else:
+            _checked(prio, "priority")
         req = options.get("requeue")
         if req is None:
             req = bool(conf.get("requeue", True))
-        done = []
-        for text in texts:
-            self.tick(len(done), len(texts))
-            body = writes.new_body(queue, text, priority=prio, timeout=options.get("timeout"), requeue=req,
-                                   requeue_limit=options.get("requeue_limit"))
-            writes.publish_body(qdir, body)
-            done.append(body["id"])
+        elif not isinstance(req, bool):
+            _checked(req, "requeue priority")
+        done: list[str] = []
+        self.published = done  # what an interrupted publish did do (for its audit line)
+        with safety.Confined(self.path) as c:
+            for text in texts:
+                self.tick(len(done), len(texts))
+                body = writes.new_body(queue, text, priority=prio, timeout=options.get("timeout"), requeue=req,
+                                       requeue_limit=options.get("requeue_limit"))
+                writes.publish_body(c, qdir, body)
+                done.append(body["id"])
         return done
 
-    #: messages whose copies share one durability barrier (see claims.commit_written)
+    @staticmethod
+    def default_priority(conf: dict[str, Any], what: str) -> int:
+        """A priority from settings, validated as publish validates one (OperationError)."""
+        from .settings import DEFAULTS
+
+        return _checked(conf.get("priority", DEFAULTS["priority"]), what)
+
+    #: messages whose copies share one durability barrier (see claims.transfer_prepared)
     REQUEUE_BATCH = 128
 
     def requeue(self, queue: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
-        from ..fs import claims
-        from ..fs.atomic import dir_gid, read_all, unlink_quiet
+        from ...errors import QConsoleError
+        from ..fs import claims, safety
         from ..results import CONSUMED
         from . import writes
 
         qdir = self.require_queue(queue)
-        prio = self._conf(queue).get("requeue_prio", 0)  # settings read once per operation
-        if not _nonneg_int(prio):
-            prio = 0
-        gid = dir_gid(qdir)
+        # settings read once per operation, validated as publish validates a priority
+        prio = _checked(self._conf(queue).get("requeue_prio", 0), "the queue's requeue_prio")
         out: list[tuple[str, str | None]] = []
-        batch: list[tuple[str, str, str, str]] = []  # (id, relpath, tmp name, final name)
+        batch: list[tuple[str, claims.Claim, claims.Placement]] = []
+        with safety.Confined(self.path) as c:
+            gid = c.dir_gid(qdir)
 
-        def commit_batch() -> None:
-            for mid, committed in claims.commit_written(qdir, batch):
-                # not committed: the consumer acked (or ddmq's clean() requeued) it first
-                out.append((mid, None if committed else CONSUMED))
-            batch.clear()
+            def commit_batch() -> None:
+                claims.transfer_prepared(queue, [(cl, p) for _id, cl, p in batch])
+                out.extend((mid, None) for mid, _c, _p in batch)
+                batch.clear()
 
-        try:
-            for msg in msgs:
-                self.tick(len(out) + len(batch), len(msgs))
-                # copy first (from the message as it is), claim at commit time: no journal needed
-                try:
-                    body = writes.decode(read_all(os.path.join(qdir, msg.relpath)), msg.relpath)
-                except FileNotFoundError:
-                    out.append((msg.id, CONSUMED))
-                    continue
-                except (OperationError, OSError) as err:
-                    why = str(err) if isinstance(err, OperationError) else err.strerror
-                    out.append((msg.id, f"left as it was: {why}"))
-                    continue
-                new = writes.requeued_body(body, queue, prio)
-                tmp = claims.write_tmp(qdir, writes.encode(new), claims.new_token(), gid, sync=False)
-                batch.append((msg.id, msg.relpath, tmp, new["filename"]))
-                if len(batch) >= self.REQUEUE_BATCH:
-                    commit_batch()
-            commit_batch()
-        except BaseException:
-            for _id, _rel, tmp, _final in batch:  # written, never claimed: only the copies go
-                unlink_quiet(os.path.join(qdir, tmp))
-            raise
+            try:
+                for msg in msgs:
+                    self.tick(len(out) + len(batch), len(msgs))
+                    claim = claims.Claim(c, qdir, msg.relpath)
+                    if not claim.acquire():
+                        out.append((msg.id, CONSUMED))  # the consumer acked (or ddmq's clean() requeued) it first
+                        continue
+                    try:
+                        body = writes.decode(claim.read(), msg.relpath)
+                        new = writes.requeued_body(body, queue, prio, msg.relpath)
+                    except (QConsoleError, OSError) as err:
+                        claim.restore()
+                        why = str(err) if isinstance(err, QConsoleError) else err.strerror
+                        out.append((msg.id, f"left as it was: {why}"))
+                        continue
+                    try:
+                        tmp = claims.write_tmp(c, qdir, writes.encode(new), claim.token, gid, sync=False)
+                    except BaseException:
+                        c.unlink(os.path.join(qdir, claims.owned_name(claims.TMP, claim.token)))
+                        claim.restore()
+                        raise
+                    batch.append((msg.id, claim, claims.Placement(qdir, tmp, new["filename"], tmp)))
+                    if len(batch) >= self.REQUEUE_BATCH:
+                        commit_batch()
+                commit_batch()
+            except BaseException:
+                claims.undo_prepared([(cl, p) for _id, cl, p in batch])  # claimed, not committed: put back
+                raise
         self.tick(len(msgs), len(msgs))
         return out
 
-    def move_placer(self, dest: str, dest_dir: str) -> Any:
-        from .settings import DEFAULTS
+    def move_placer(self, c: Any, dest: str, dest_dir: str) -> Any:
         from . import writes
 
-        dprio = self._conf(dest).get("priority", DEFAULTS["priority"])
+        # DEST's settings are validated as publish validates them, before anything is claimed
+        dprio = self.default_priority(self._conf(dest), f"{dest}'s default priority")
 
         def placer_for(msg: Message, data: bytes) -> Any:
-            body = writes.moved_body(writes.decode(data, msg.relpath), dest, dprio)
-            return writes.placer(dest_dir, body)
+            body = writes.moved_body(writes.decode(data, msg.relpath), dest, dprio, msg.relpath)
+            return writes.placer(c, dest_dir, body)
 
         return placer_for
 
@@ -201,19 +227,23 @@ class DdmqBackend(FileBackend):
         w = layout.parse_work(name)
         return layout.waiting_name(w[1], w[2], f"{w[3]}") if w else None
 
+    def message_id(self, name: str) -> str | None:
+        parsed = layout.parse_waiting(name) or layout.parse_work(name)
+        return parsed[-1] if parsed else None
+
     def create_queue(self, queue: str) -> None:
         import yaml
 
-        from ..fs import claims
-        from ..fs.atomic import replace_file
+        from ..fs import claims, safety
         from .settings import DEFAULTS
 
         path = self.queue_path(queue)
         root_conf = os.path.join(self.path, layout.CONFIG)
-        if not os.path.lexists(root_conf):  # an uninitiated root, as broker(create=True) makes it
-            replace_file(root_conf, b"", claims.owned_name(claims.CFG, claims.new_token()))
-        os.mkdir(path)
-        os.mkdir(os.path.join(path, layout.WORK))
-        text = yaml.dump(dict(DEFAULTS), default_flow_style=False)  # what broker.create_queue writes
-        replace_file(os.path.join(path, layout.CONFIG), text.encode(),
-                     claims.owned_name(claims.CFG, claims.new_token()))
+        with safety.Confined(self.path) as c:
+            if not c.lexists(root_conf):  # an uninitiated root, as broker(create=True) makes it
+                c.replace_file(root_conf, b"", claims.owned_name(claims.CFG, claims.new_token()))
+            c.mkdir(path)
+            c.mkdir(os.path.join(path, layout.WORK))
+            text = yaml.dump(dict(DEFAULTS), default_flow_style=False)  # what broker.create_queue writes
+            c.replace_file(os.path.join(path, layout.CONFIG), text.encode(),
+                           claims.owned_name(claims.CFG, claims.new_token()))

@@ -18,6 +18,7 @@ from operator import attrgetter, itemgetter, methodcaller
 from ...model import Message, QueueScan
 from ...states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 from ...timeunits import ddmq_created
+from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
 from ..fs.detect import DDMQ_CONFIG
 from ..fs.listing import (
     QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, names_only, os_error_line,
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 CONFIG = DDMQ_CONFIG
+#: ddmq ids are uuid4 hex (32); longer ones are nobody's
+MAX_UID = 64
 WORK = "work"
 #: names ddmq itself leaves in a queue directory besides messages
 _QUEUE_FILES = frozenset({CONFIG, CONFIG + ".intermediate", CONFIG + ".example", WORK})
@@ -36,7 +39,7 @@ _QUEUE_FILES = frozenset({CONFIG, CONFIG + ".intermediate", CONFIG + ".example",
 def _uuid_part(part: str) -> str | None:
     if part.startswith("ddmq"):
         uid = part[4:]
-        if uid and uid.isascii() and uid.isalnum():
+        if uid and uid.isascii() and uid.isalnum() and len(uid) <= MAX_UID:
             return uid
     return None
 
@@ -48,7 +51,7 @@ def parse_waiting(name: str) -> tuple[str, str, str] | None:
         return None
     prio, qn, tail = parts
     uid = _uuid_part(tail)
-    if uid is None or not is_ascii_digits(prio) or not is_ascii_digits(qn):
+    if uid is None or not is_ascii_digits(prio) or not is_ascii_digits(qn) or max(len(prio), len(qn)) > MAX_DIGITS:
         return None
     return prio, qn, uid
 
@@ -61,6 +64,8 @@ def parse_work(name: str) -> tuple[str, str, str, str] | None:
     dl, prio, qn, tail = parts
     uid = _uuid_part(tail)
     if uid is None or not (is_ascii_digits(dl) and is_ascii_digits(prio) and is_ascii_digits(qn)):
+        return None
+    if max(len(prio), len(qn)) > MAX_DIGITS or len(dl) > MAX_DEADLINE_DIGITS:
         return None
     return dl, prio, qn, uid
 
@@ -84,8 +89,10 @@ def is_expired(deadline_s: int, now: float) -> bool:
 
 
 def is_queue_dir(path: str) -> bool:
-    """ddmq's own check_dir(): a ``ddmq.yaml`` file and a ``work`` directory."""
-    return os.path.isfile(os.path.join(path, CONFIG)) and os.path.isdir(os.path.join(path, WORK))
+    """ddmq's own check_dir(): a ``ddmq.yaml`` file and a ``work`` directory -- a real one:
+    a ``work`` that is a symlink is never followed, so that queue is not one here."""
+    return os.path.isfile(os.path.join(path, CONFIG)) and os.path.isdir(os.path.join(path, WORK)) \
+        and not os.path.islink(os.path.join(path, WORK))
 
 
 def list_queue_names(root: str) -> tuple[list[str], list[str]]:
@@ -101,15 +108,22 @@ def list_queue_names(root: str) -> tuple[list[str], list[str]]:
                 continue
             if entry.is_dir(follow_symlinks=False) and is_queue_dir(entry.path):
                 names.append(entry.name)
+            elif entry.is_dir(follow_symlinks=False) and os.path.islink(os.path.join(entry.path, WORK)):
+                errors.append(f"{entry.name}: work/ is a symlink, not followed")
     names.sort()
     return names, errors
 
 
-_WAITING_RE = re.compile(r"([0-9]+)\.([0-9]+)\.ddmq([A-Za-z0-9]+)")
-_WORK_RE = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)\.ddmq([A-Za-z0-9]+)")
+_N = "([0-9]{1,%d})" % MAX_DIGITS  # more digits than any clock or priority writes: foreign
+_U = "([A-Za-z0-9]{1,%d})" % MAX_UID
+#: a deadline is epoch seconds: 11 digits reach the year 5138 (more is nobody's clock)
+MAX_DEADLINE_DIGITS = 11
+_D = "([0-9]{1,%d})" % MAX_DEADLINE_DIGITS
+_WAITING_RE = re.compile(rf"{_N}\.{_N}\.ddmq{_U}")
+_WORK_RE = re.compile(rf"{_D}\.{_N}\.{_N}\.ddmq{_U}")
 #: the same names, one per line of a newline-joined listing (see _bulk_parse)
-_WAITING_LINES = re.compile(r"\n([0-9]+)\.([0-9]+)\.ddmq([A-Za-z0-9]+)(?=\n)")
-_WORK_LINES = re.compile(r"\n([0-9]+)\.([0-9]+)\.([0-9]+)\.ddmq([A-Za-z0-9]+)(?=\n)")
+_WAITING_LINES = re.compile(rf"\n{_N}\.{_N}\.ddmq{_U}(?=\n)")
+_WORK_LINES = re.compile(rf"\n{_D}\.{_N}\.{_N}\.ddmq{_U}(?=\n)")
 _GROUPS = methodcaller("groups")
 _STRING = attrgetter("string")
 _FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)

@@ -38,21 +38,28 @@ def config_path(root: str, queue: str | None = None) -> str:
     return os.path.join(root, queue, CONFIG) if queue else os.path.join(root, CONFIG)
 
 
-def load_config(path: str) -> dict[str, Any]:
-    """A ddmq.yaml as a dict ({} when empty or missing); SettingsError when it is not a mapping."""
-    import yaml  # only commands that need settings pay for PyYAML
+def load_config(path: str, *, link_is_empty: bool = False) -> dict[str, Any]:
+    """A ddmq.yaml as a dict ({} when empty or missing); SettingsError when it is not a mapping.
 
+    Read as every untrusted file is (:mod:`..fs.safety`): a symlink is not followed, a FIFO
+    cannot block, the size is capped, and the YAML is loaded safely with limits on aliases,
+    nesting and integer size (a billion-laughs file is refused, not expanded).
+    ``link_is_empty``: a symlink there reads as no settings (a save then replaces the link,
+    never reading or writing what it points to)."""
+    from ...errors import QConsoleError
+    from ..fs import safety
+
+    if link_is_empty and os.path.islink(path):
+        return {}
     try:
-        with open(path, "rb") as fh:
-            data = yaml.safe_load(fh)
+        raw = safety.read_regular(path, max_size=safety.MAX_YAML_BYTES)
     except FileNotFoundError:
         return {}
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise SettingsError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', None) or err}") from None
     except OSError as err:
         raise SettingsError(f"{path}: {err.strerror}") from None
+    except QConsoleError as err:
+        raise SettingsError(str(err)) from None
+    data = safety.load_yaml(raw, path)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -86,12 +93,12 @@ def parse_value(key: str, text: str) -> Any:
         if not (raw.isascii() and raw.isdigit()):
             raise SettingsError(f"{key}: expected a non-negative integer, got {text!r}")
         return int(raw)
-    # unknown keys: keep YAML's own typing of a scalar, safely
-    import yaml
+    # unknown keys: keep YAML's own typing of a scalar, safely (and within the same limits)
+    from ..fs import safety
 
     try:
-        return yaml.safe_load(raw) if raw else ""
-    except yaml.YAMLError:
+        return safety.load_yaml(raw.encode("utf-8", "surrogateescape"), key) if raw else ""
+    except SettingsError:
         return raw
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from .settings import SettingsError, config_path, load_config, validate
 from ..fs.claims import CFG, new_token, owned_name
-from ..fs.atomic import replace_file
+from ..fs import safety
 
 #: keys ddmq rewrites by itself (clean() stores when it last cleaned a queue); never compared on read-back
 DDMQ_MAINTAINED = frozenset({"cleaned"})
@@ -92,19 +92,15 @@ def _backoff(settle: float) -> None:
         time.sleep(delay)
 
 
-def _write(path: str, content: dict[str, Any]) -> None:
+def _write(root: str, path: str, content: dict[str, Any]) -> None:
     import yaml
 
-    mode = None
-    try:
-        st = os.lstat(path)
-        if stat.S_ISREG(st.st_mode):
-            mode = stat.S_IMODE(st.st_mode)
-    except FileNotFoundError:
-        pass
-    # an empty mapping is written as "{}": ddmq's get_settings crashes on an empty queue file
-    text = yaml.safe_dump(content, default_flow_style=False, sort_keys=False)
-    replace_file(path, text.encode(), owned_name(CFG, new_token()), mode=mode)
+    with safety.Confined(root) as c:
+        st = c.lstat(path)
+        mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else None
+        # an empty mapping is written as "{}": ddmq's get_settings crashes on an empty queue file
+        text = yaml.safe_dump(content, default_flow_style=False, sort_keys=False)
+        c.replace_file(path, text.encode(), owned_name(CFG, new_token()), mode=mode)
 
 
 def _wanted(key: str, values: dict[str, Any]) -> Any:
@@ -135,14 +131,14 @@ def save(root: str, queue: str | None, values: dict[str, Any], *, unset: Iterabl
     ours = [k for k in list(values) + removing if k not in DDMQ_MAINTAINED]
     seen_before: dict[str, list[Any]] = {k: [] for k in ours}  # values each key had before one of our writes
     for attempt in range(1, attempts + 1):
-        current = load_config(path)  # re-based on what is there now: ddmq's `cleaned` is kept
+        current = load_config(path, link_is_empty=True)  # re-based on what is there now: ddmq's `cleaned` is kept
         merged = {k: v for k, v in current.items() if k not in removing}
         merged.update(values)
         if all(_same(current.get(k, _ABSENT), _wanted(k, values)) for k in list(values) + removing):
             return Saved(path, current, attempt, changed=attempt > 1)  # already so: no write, nothing to lose
         for k in ours:
             seen_before[k].append(current.get(k, _ABSENT))
-        _write(path, merged)
+        _write(root, path, merged)
         _settle(settle)
         after = load_config(path)
         lost = [k for k in ours if not _same(after.get(k, _ABSENT), _wanted(k, values))]

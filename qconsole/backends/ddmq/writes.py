@@ -11,8 +11,8 @@ from typing import Any
 from . import layout
 from .settings import effective
 from ..fs.claims import Placement, owned_name, TMP, new_token, write_tmp
-from ..fs.atomic import dir_gid, rename_checked, unlink_quiet, write_new
-from ...errors import OperationError
+from ..fs import safety
+from ...errors import OperationError, QConsoleError
 
 
 def queue_number() -> str:
@@ -56,15 +56,15 @@ def encode(body: dict[str, Any]) -> bytes:
     return json.dumps(body).encode()
 
 
-def publish_body(queue_dir: str, body: dict[str, Any]) -> str:
+def publish_body(c: safety.Confined, queue_dir: str, body: dict[str, Any]) -> str:
     """Write a waiting message atomically: a tmp name outside ``*.ddmq*``, fsync, rename."""
+    final = os.path.join(queue_dir, safety.check_name(body["filename"], "message name"))
     tmp = os.path.join(queue_dir, owned_name(TMP, new_token()))
-    write_new(tmp, encode(body), dir_gid(queue_dir))
-    final = os.path.join(queue_dir, body["filename"])
+    c.write_new(tmp, encode(body), c.dir_gid(queue_dir))
     try:
-        os.rename(tmp, final)
+        c.rename(tmp, final)
     except BaseException:
-        unlink_quiet(tmp)
+        c.unlink(tmp)
         raise
     return body["filename"]
 
@@ -79,45 +79,65 @@ def decode(data: bytes, what: str) -> dict[str, Any]:
     return doc
 
 
-def requeued_body(body: dict[str, Any], queue: str, requeue_prio: int) -> dict[str, Any]:
+def _uid_of(relpath: str) -> str:
+    """The id from the message's *file name* (its body may say anything)."""
+    name = relpath.rpartition("/")[2]
+    parsed = layout.parse_waiting(name) or layout.parse_work(name)
+    if not parsed:
+        raise OperationError(f"{name}: not a ddmq message name")
+    return parsed[-1]
+
+
+def _valid_priority(value: Any) -> bool:
+    try:
+        safety.check_priority(value)
+    except QConsoleError:
+        return False
+    return True
+
+
+def requeued_body(body: dict[str, Any], queue: str, requeue_prio: int, relpath: str) -> dict[str, Any]:
     """What ddmq's requeue_message() publishes for a consumed message.
 
-    Priority: the message's ``requeue`` when it is an int (not a bool), else the queue's
-    ``requeue_prio``; ``requeue_counter`` + 1; the same id. Note: the real publish() turns
-    priority 0 into the queue default (``if not priority``), so ddmq itself requeues a
+    Priority: the message's ``requeue`` when it is a valid priority (an int, not a bool),
+    else the queue's ``requeue_prio``; ``requeue_counter`` + 1; the id of its file name
+    (never the body's, which may hold anything). Note: the real publish() turns priority 0
+    into the queue default (``if not priority``), so ddmq itself requeues a
     ``requeue_prio: 0`` message at 999; we write the priority ddmq *intends* (0 = first).
     """
     req = body.get("requeue")
-    prio = req if isinstance(req, int) and not isinstance(req, bool) and req >= 0 else requeue_prio
+    prio = req if _valid_priority(req) else requeue_prio
     counter = body.get("requeue_counter")
-    counter = counter + 1 if isinstance(counter, int) and not isinstance(counter, bool) else 1
+    counter = counter + 1 if isinstance(counter, int) and not isinstance(counter, bool) and 0 <= counter < 10 ** 9 else 1
     qn = queue_number()
-    uid = str(body.get("id") or uuid.uuid4().hex)
+    uid = _uid_of(relpath)
     out = dict(body)
     out.update(queue=queue, priority=prio, queue_number=qn, requeue_counter=counter, id=uid,
                filename=layout.waiting_name(prio, qn, uid))
     return out
 
 
-def moved_body(body: dict[str, Any], dest: str, fallback_prio: int) -> dict[str, Any]:
-    """A message moved into ``dest``: same payload, priority and id, at the end of its priority."""
+def moved_body(body: dict[str, Any], dest: str, fallback_prio: int, relpath: str) -> dict[str, Any]:
+    """A message moved into ``dest``: same payload, priority and id (from its file name), at
+    the end of its priority. A priority in the body that publish would refuse gives way to
+    ``dest``'s default."""
     prio = body.get("priority")
-    if not (isinstance(prio, int) and not isinstance(prio, bool) and prio >= 0):
+    if not _valid_priority(prio):
         prio = fallback_prio
     qn = queue_number()
-    uid = str(body.get("id") or uuid.uuid4().hex)
+    uid = _uid_of(relpath)
     out = dict(body)
     out.update(queue=dest, priority=prio, queue_number=qn, id=uid,
                filename=layout.waiting_name(prio, qn, uid))
     return out
 
 
-def placer(queue_dir: str, body: dict[str, Any]):  # -> Callable[[bytes, str], Placement]
+def placer(c: safety.Confined, queue_dir: str, body: dict[str, Any]):  # -> Callable[[bytes, str], Placement]
     def prepare(_data: bytes, token: str) -> Placement:
-        tmp = write_tmp(queue_dir, encode(body), token)
+        tmp = write_tmp(c, queue_dir, encode(body), token)
         return Placement(queue_dir, tmp, body["filename"], tmp)
 
     return prepare
 
 
-__all__ = ["publish_body", "new_body", "requeued_body", "moved_body", "placer", "rename_checked"]
+__all__ = ["publish_body", "new_body", "requeued_body", "moved_body", "placer"]

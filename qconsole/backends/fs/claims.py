@@ -25,23 +25,26 @@ import errno
 import hashlib
 import json
 import os
+import re
 import secrets
 import socket
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ...errors import QConsoleError
+
 from .listing import QC_TEMP_PREFIX
-from .atomic import dir_gid, link_noclobber, read_all, rename_checked, unlink_quiet, write_new
+from . import safety
 
 CLAIM, TMP, JOURNAL, CFG = "claim", "tmp", "journal", "cfg"
-#: a claim taken only after its new copy was fully written (the ddmq requeue, see
-#: :func:`commit_written`): committed exactly when no copy of its token is left
-CLAIM_AFTER = "claimw"
-KINDS = (CLAIM, TMP, JOURNAL, CFG, CLAIM_AFTER)
+KINDS = (CLAIM, TMP, JOURNAL, CFG)
 HOST = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:6]
 #: another host's leftovers are only recovered when they are at least this old (seconds)
 FOREIGN_HOST_GRACE = 300.0
+_TOKEN_RE = re.compile(r"[0-9a-f]{8}")
+_HOST_RE = re.compile(r"[0-9a-f]{6}")
 
 
 def new_token() -> str:
@@ -73,32 +76,41 @@ class Owned:
 
 
 def parse_owned(name: str) -> Owned | None:
+    """The parts of a qconsole leftover name, strictly (None for anything else: left alone)."""
     if not name.startswith(QC_TEMP_PREFIX):
         return None
     parts = name[len(QC_TEMP_PREFIX):].split("-", 4)
-    if len(parts) < 4 or parts[0] not in KINDS or not parts[2].isdigit():
+    if len(parts) < 4 or parts[0] not in KINDS or not _HOST_RE.fullmatch(parts[1]):
+        return None
+    if not (parts[2].isascii() and parts[2].isdigit() and len(parts[2]) <= 10) or not _TOKEN_RE.fullmatch(parts[3]):
         return None
     rel = decode_rel(parts[4]) if len(parts) == 5 else None
+    if (parts[0] == CLAIM) != (rel is not None):
+        return None
     return Owned(parts[0], parts[1], int(parts[2]), parts[3], rel)
 
 
-def owner_alive(owned: Owned, path: str, now: float | None = None) -> bool:
-    """True when the qconsole that left ``path`` may still be working on it."""
-    if owned.host == HOST:
-        if owned.pid == os.getpid():
-            return False
-        try:
-            os.kill(owned.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    try:  # another host: a rename updates ctime, so a fresh leftover may be live
-        age = (time.time() if now is None else now) - os.lstat(path).st_ctime
-    except FileNotFoundError:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host with ``pid`` runs (this process counts as gone)."""
+    if pid == os.getpid():
         return False
-    return age < FOREIGN_HOST_GRACE
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def owner_alive(owned: Owned, st: os.stat_result | None, now: float | None = None) -> bool:
+    """True when the qconsole that left this file may still be working on it."""
+    if owned.host == HOST:
+        return pid_alive(owned.pid)
+    if st is None:
+        return False
+    # another host: a rename updates ctime, so a fresh leftover may be live
+    return (time.time() if now is None else now) - st.st_ctime < FOREIGN_HOST_GRACE
 
 
 # --------------------------------------------------------------------------- the transfer
@@ -115,32 +127,35 @@ class Placement:
 
 
 class Claim:
-    """One message held by this process."""
+    """One message held by this process; every step goes through ``c`` (:mod:`.safety`)."""
 
-    def __init__(self, queue_dir: str, relpath: str, token: str | None = None, kind: str = CLAIM) -> None:
+    def __init__(self, c: safety.Confined, queue_dir: str, relpath: str, token: str | None = None) -> None:
+        safety.check_relpath(relpath)
+        self.c = c
         self.queue_dir = queue_dir
         self.relpath = relpath
         self.token = token or new_token()
         sub, _, name = relpath.rpartition("/")
         self.dir = os.path.join(queue_dir, sub) if sub else queue_dir
         self.src = os.path.join(queue_dir, relpath)
-        self.path = os.path.join(self.dir, owned_name(kind, self.token, relpath))
+        self.path = os.path.join(self.dir, owned_name(CLAIM, self.token, relpath))
         self.journal = os.path.join(self.dir, owned_name(JOURNAL, self.token))
 
     def acquire(self) -> bool:
         """Take the message; False when it is gone (consumed, acked or moved meanwhile)."""
-        return rename_checked(self.src, self.path)
+        return self.c.rename(self.src, self.path)
 
     def read(self) -> bytes:
-        return read_all(self.path)
+        """The claimed file's bytes: a regular file only (a FIFO or link is refused, not opened)."""
+        return self.c.read(self.path)
 
     def restore(self) -> bool:
         """Put the message back where it was (never over another file)."""
-        return link_noclobber(self.path, self.src)
+        return self.c.link_noclobber(self.path, self.src)
 
     def release(self) -> None:
-        unlink_quiet(self.path)
-        unlink_quiet(self.journal)
+        self.c.unlink(self.path)
+        self.c.unlink(self.journal)
 
     def write_journal(self, dest_queue: str, placement: Placement) -> None:
         doc = {
@@ -148,7 +163,7 @@ class Claim:
             "commit_from": placement.commit_from, "final": placement.final, "tmp": placement.tmp,
         }
         # written whole before the commit; a torn journal means "not committed" to recover()
-        write_new(self.journal, json.dumps(doc).encode(), sync=False)
+        self.c.write_new(self.journal, json.dumps(doc).encode(), sync=False)
 
 
 def transfer(
@@ -163,41 +178,44 @@ def transfer(
     On any error before the commit the new copy is removed and the claim put back, then
     the error propagates; the message is never lost.
     """
+    c = claim.c
     placement: Placement | None = None
     try:
         placement = prepare(data, claim.token)
+        safety.check_name(placement.final, "message name")
         claim.write_journal(dest_queue, placement)
     except BaseException:
         if placement is not None:
-            _drop_placement(placement)
+            _drop_placement(c, placement)
         else:
-            unlink_quiet(os.path.join(dest_dir, owned_name(TMP, claim.token)))
-        unlink_quiet(claim.journal)
+            c.unlink(os.path.join(dest_dir, owned_name(TMP, claim.token)))
+        c.unlink(claim.journal)
         claim.restore()
         raise
     src = os.path.join(placement.dest_dir, placement.commit_from)
     dst = os.path.join(placement.dest_dir, placement.final)
-    if not rename_checked(src, dst):  # only we know the tmp/.new name: it cannot vanish
+    if not c.rename(src, dst):  # only we know the tmp/.new name: it cannot vanish
         raise OSError(errno.ENOENT, "commit rename lost its source", src)
     if placement.tmp and placement.tmp != placement.commit_from:
-        unlink_quiet(os.path.join(placement.dest_dir, placement.tmp))
+        c.unlink(os.path.join(placement.dest_dir, placement.tmp))
     claim.release()
 
 
-def _drop_placement(p: Placement) -> None:
-    unlink_quiet(os.path.join(p.dest_dir, p.commit_from))
+def _drop_placement(c: safety.Confined, p: Placement) -> None:
+    c.unlink(os.path.join(p.dest_dir, p.commit_from))
     if p.tmp:
-        unlink_quiet(os.path.join(p.dest_dir, p.tmp))
+        c.unlink(os.path.join(p.dest_dir, p.tmp))
 
 
-def write_tmp(dest_dir: str, data: bytes, token: str, gid: int | None = None, *, sync: bool = True) -> str:
+def write_tmp(c: safety.Confined, dest_dir: str, data: bytes, token: str, gid: int | None = None, *,
+              sync: bool = True) -> str:
     """The new copy under a name no client lists (step 2); returns its base name.
 
     ``gid``: the destination's group when the caller already has it (one stat per operation,
-    not per message); ``sync=False`` leaves the fsync to :func:`commit_written`'s barrier.
+    not per message); ``sync=False`` leaves the fsync to :func:`transfer_prepared`'s barrier.
     """
     name = owned_name(TMP, token)
-    write_new(os.path.join(dest_dir, name), data, dir_gid(dest_dir) if gid is None else gid, sync=sync)
+    c.write_new(os.path.join(dest_dir, name), data, c.dir_gid(dest_dir) if gid is None else gid, sync=sync)
     return name
 
 
@@ -208,6 +226,7 @@ SYNC_THREADS = 16
 
 
 def _fsync_path(path: str) -> None:
+    # read-only, never through a link: an fsync changes nothing in the tree
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         os.fsync(fd)
@@ -228,46 +247,42 @@ def sync_files(paths: list[str]) -> None:
         list(pool.map(_fsync_path, paths))  # list(): re-raises the first error
 
 
-def commit_written(queue_dir: str, entries: list[tuple[str, str, str, str]]) -> list[tuple[str, bool]]:
-    """Commit copies written (unsynced) beside their messages, copy first, claim second.
+def undo_prepared(entries: list[tuple[Claim, Placement]]) -> None:
+    """Uncommitted transfers undone: each copy removed, each message put back where it was."""
+    for claim, placement in entries:
+        _drop_placement(claim.c, placement)
+        claim.c.unlink(claim.journal)
+        claim.restore()
 
-    ``entries``: (message id, the message's relpath, the copy's tmp name, its final name).
-    One durability barrier for the batch (:func:`sync_files`), then per message: claim it
-    (kind CLAIM_AFTER, same token as its tmp), rename the copy live, drop the claim. No journal
-    file: a CLAIM_AFTER claim exists only while its copy is complete, so :func:`recover`
-    reads "claim and copy left" as not committed (copy dropped, message put back) and "claim
-    alone" as committed. Three namespace changes and one new file per message, where the
-    journalled transfer makes five and two. Returns (id, committed); False: the message was
-    gone before the claim (consumed) and its copy was dropped. On an error, the message in
-    hand is put back and every copy not committed is removed, then the error propagates.
+
+def transfer_prepared(dest_queue: str, entries: list[tuple[Claim, Placement]]) -> None:
+    """Steps 3-5 for a batch of claimed messages whose copies are written but not yet synced.
+
+    One durability barrier for the whole batch (:func:`sync_files`) instead of an fsync per
+    message, then for each: journal, commit rename, clean up -- the same per-message protocol
+    as :func:`transfer`, so :func:`recover` treats a killed batch message by message. On an
+    error, the entries not committed yet are undone and the error propagates.
     """
-    out: list[tuple[str, bool]] = []
-    i = 0
-    claim: Claim | None = None
+    if not entries:
+        return
+    c = entries[0][0].c
+    committed = 0
     try:
-        sync_files([os.path.join(queue_dir, tmp) for _m, _r, tmp, _f in entries])
-        for i, (mid, relpath, tmp, final) in enumerate(entries):
-            token = parse_owned(tmp).token  # type: ignore[union-attr]
-            claim = Claim(queue_dir, relpath, token, kind=CLAIM_AFTER)
-            if not claim.acquire():
-                claim = None
-                unlink_quiet(os.path.join(queue_dir, tmp))
-                out.append((mid, False))
-                continue
-            if not rename_checked(os.path.join(queue_dir, tmp), os.path.join(queue_dir, final)):
-                claim.restore()  # our copy vanished before its commit: the message stays where it was
-                claim = None
-                raise OSError(errno.ENOENT, "commit rename lost its source", os.path.join(queue_dir, tmp))
-            committed, claim = claim, None  # from here on an error leaves it to recover: committed
-            committed.release()
-            out.append((mid, True))
+        sync_files([os.path.join(p.dest_dir, p.tmp) for _c, p in entries if p.tmp])
+        for claim, placement in entries:
+            safety.check_name(placement.final, "message name")
+            claim.write_journal(dest_queue, placement)
+            src = os.path.join(placement.dest_dir, placement.commit_from)
+            if not c.rename(src, os.path.join(placement.dest_dir, placement.final)):
+                committed += 1  # as transfer(): left with its journal for recover to judge
+                raise OSError(errno.ENOENT, "commit rename lost its source", src)
+            committed += 1
+            if placement.tmp and placement.tmp != placement.commit_from:
+                c.unlink(os.path.join(placement.dest_dir, placement.tmp))
+            claim.release()
     except BaseException:
-        if claim is not None:  # claimed, not committed (the copy is still there): put it back
-            claim.restore()
-        for _m, _r, tmp, _f in entries[i:] if entries else ():
-            unlink_quiet(os.path.join(queue_dir, tmp))  # (a committed copy has no tmp name left)
+        undo_prepared(entries[committed:])
         raise
-    return out
 
 
 # --------------------------------------------------------------------------- recovery
@@ -282,14 +297,14 @@ class RecoverReport:
     problems: list[str] = field(default_factory=list)
 
 
-def _scan_dirs(queue_dirs: list[str]) -> dict[str, list[tuple[str, str, Owned]]]:
+def _scan_dirs(c: safety.Confined, queue_dirs: list[str]) -> dict[str, list[tuple[str, str, Owned]]]:
     """token -> [(dir, name, owned)] over every queue directory and its work/."""
     found: dict[str, list[tuple[str, str, Owned]]] = {}
     for qdir in queue_dirs:
         for d in (qdir, os.path.join(qdir, "work")):
             try:
-                names = os.listdir(d)
-            except OSError:
+                names = c.listdir(d)
+            except (OSError, QConsoleError):
                 continue
             for name in names:
                 owned = parse_owned(name)
@@ -298,79 +313,167 @@ def _scan_dirs(queue_dirs: list[str]) -> dict[str, list[tuple[str, str, Owned]]]
     return found
 
 
-def _load_journal(path: str) -> dict | None:
+def _load_journal(c: safety.Confined, path: str) -> dict | None:
     try:
-        doc = json.loads(read_all(path))
-    except (OSError, ValueError):
+        doc = json.loads(c.read(path, max_size=safety.MAX_JOURNAL_BYTES))
+    except (OSError, ValueError, QConsoleError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None
 
 
-def _unlink_new_twin(tmp_path: str) -> str | None:
+def _unlink_new_twin(c: safety.Confined, tmp_path: str) -> str | None:
     """A tmp linked to ``<id>.new`` whose journal never got written: remove that ``.new``."""
-    try:
-        st = os.lstat(tmp_path)
-    except FileNotFoundError:
-        return None
-    if st.st_nlink < 2:
+    st = c.lstat(tmp_path)
+    if st is None or st.st_nlink < 2:
         return None
     d = os.path.dirname(tmp_path)
-    for name in os.listdir(d):
+    for name in c.listdir(d):
         if name.endswith(".new"):
             p = os.path.join(d, name)
-            try:
-                other = os.lstat(p)
-            except FileNotFoundError:
-                continue
-            if other.st_ino == st.st_ino and other.st_dev == st.st_dev:
-                unlink_quiet(p)
+            if c.same_file(p, tmp_path):
+                c.unlink(p)
                 return name
     return None
 
 
-def recover(root_path: str, queue_dirs: list[str], *, force: bool = False) -> RecoverReport:
-    """Finish or undo what killed qconsole processes left in these queue directories."""
+def _journal_problem(c: safety.Confined, root: str, doc: dict, owned: Owned, claim_rel: str | None,
+                     is_message: Callable[[str], bool]) -> str | None:
+    """Why a journal cannot be trusted (None when every field validates)."""
+    if doc.get("token") != owned.token:
+        return "its token is not the one in its name"
+    if claim_rel is not None and doc.get("src") != claim_rel:
+        return "its src is not the claimed message"
+    dest, commit_from, final, tmp = doc.get("dest"), doc.get("commit_from"), doc.get("final"), doc.get("tmp")
+    try:
+        safety.validate_queue_name(dest)  # type: ignore[arg-type]
+        safety.check_name(commit_from, "commit_from")
+        safety.check_name(final, "final")
+        if tmp is not None:
+            safety.check_name(tmp, "tmp")
+    except QConsoleError as err:
+        return str(err)
+    if not commit_from.startswith(QC_TEMP_PREFIX + TMP + "-") and not commit_from.endswith(".new"):
+        return f"commit_from {commit_from!r} is not a qconsole temp file"
+    if tmp is not None and not tmp.startswith(QC_TEMP_PREFIX + TMP + "-"):
+        return f"tmp {tmp!r} is not a qconsole temp file"
+    if not is_message(final):
+        return f"final {final!r} is not a message name"
+    if not c.is_dir(os.path.join(root, dest)):
+        return f"dest {dest!r} is not a queue"
+    return None
+
+
+def recover(root_path: str, queue_dirs: list[str], *, force: bool = False,
+            is_message: Callable[[str], bool] = lambda _n: True,
+            id_live: Callable[[safety.Confined, str, str], bool] = lambda _c, _q, _n: False) -> RecoverReport:
+    """Finish or undo what killed qconsole processes left in these queue directories.
+
+    Everything found is validated first -- names strictly, journals field by field, files
+    must be regular files -- and whatever does not validate is reported and left alone.
+    ``is_message``: whether a name is a message name of the layout; ``id_live(c, qdir, name)``:
+    whether the id that message name carries is live in ``qdir`` in any state.
+    """
     report = RecoverReport()
     now = time.time()
-    for token, items in sorted(_scan_dirs(queue_dirs).items()):
-        if not force and any(owner_alive(o, os.path.join(d, n), now) for d, n, o in items):
-            report.live.extend(os.path.relpath(os.path.join(d, n), root_path) for d, n, _o in items)
-            continue
-        claims = [(d, n, o) for d, n, o in items if o.kind in (CLAIM, CLAIM_AFTER)]
-        journals = [(d, n, o) for d, n, o in items if o.kind == JOURNAL]
-        tmps = [(d, n, o) for d, n, o in items if o.kind in (TMP, CFG)]
-        doc = _load_journal(os.path.join(journals[0][0], journals[0][1])) if journals else None
-        committed = False
-        if doc is None and any(o.kind == CLAIM_AFTER for _d, _n, o in claims):
-            # the copy was complete before the claim was taken: gone means renamed live
-            committed = not tmps
-        elif doc is not None:
-            dest_dir = os.path.join(root_path, str(doc.get("dest", "")))
-            committed = not os.path.lexists(os.path.join(dest_dir, str(doc.get("commit_from", ""))))
-            if not committed:
-                # uncommitted: the prepared copy goes (a .new twin of a tmp included)
-                unlink_quiet(os.path.join(dest_dir, str(doc["commit_from"])))
-        for d, n, _o in tmps:
-            p = os.path.join(d, n)
-            if not committed and claims:
-                twin = _unlink_new_twin(p)
-                if twin:
-                    report.removed_temp.append(os.path.relpath(os.path.join(d, twin), root_path))
-            if unlink_quiet(p):
-                report.removed_temp.append(os.path.relpath(p, root_path))
-        for d, n, o in claims:
-            p = os.path.join(d, n)
-            rel = os.path.relpath(p, root_path)
-            if committed:
-                unlink_quiet(p)
-                report.completed.append(rel)
-                continue
-            qdir = d[: -len("/work")] if d.endswith("/work") and (o.relpath or "").startswith("work/") else d
-            dest = os.path.join(qdir, o.relpath or "")
-            if o.relpath and link_noclobber(p, dest):
-                report.restored.append(os.path.relpath(dest, root_path))
-            else:
-                report.problems.append(f"{rel}: could not put back as {o.relpath!r}; left in place")
-        for d, n, _o in journals:
-            unlink_quiet(os.path.join(d, n))
+    with safety.Confined(root_path) as c:
+        for token, items in sorted(_scan_dirs(c, queue_dirs).items()):
+            try:
+                _recover_token(c, root_path, items, force, now, is_message, id_live, report)
+            except (OSError, QConsoleError) as err:
+                why = err.strerror if isinstance(err, OSError) else str(err)
+                report.problems.append(f"leftovers of {token}: {why}; left in place")
     return report
+
+
+def _recover_token(c: safety.Confined, root_path: str, items: list[tuple[str, str, Owned]], force: bool, now: float,
+                   is_message: Callable[[str], bool], id_live: Callable[[safety.Confined, str, str], bool],
+                   report: RecoverReport) -> None:
+    rel = lambda d, n: os.path.relpath(os.path.join(d, n), root_path)  # noqa: E731
+    stats = {(d, n): c.lstat(os.path.join(d, n)) for d, n, _o in items}
+    if not force and any(owner_alive(o, stats[(d, n)], now) for d, n, o in items):
+        report.live.extend(rel(d, n) for d, n, _o in items)
+        return
+    irregular = [(d, n) for d, n, _o in items if stats[(d, n)] is None or not _is_reg(stats[(d, n)])]
+    if irregular:
+        for d, n in irregular:
+            report.problems.append(f"{rel(d, n)}: not a regular file; left alone")
+        return
+    claims = [(d, n, o) for d, n, o in items if o.kind == CLAIM]
+    journals = [(d, n, o) for d, n, o in items if o.kind == JOURNAL]
+    tmps = [(d, n, o) for d, n, o in items if o.kind in (TMP, CFG)]
+    # a claim is put back in its own directory, as the name it had: check that first
+    targets = []
+    for d, n, o in claims:
+        why = _claim_problem(d, o, is_message)
+        if why:
+            report.problems.append(f"{rel(d, n)}: {why}; left alone")
+            return
+        qdir = os.path.dirname(d) if (o.relpath or "").startswith("work/") else d
+        targets.append((d, n, o, qdir))
+    if len(claims) > 1 or len(journals) > 1:
+        report.problems.append(f"{rel(*items[0][:2])}: more than one claim or journal for one token; left alone")
+        return
+    doc = None
+    if journals:
+        jd, jn, jo = journals[0]
+        doc = _load_journal(c, os.path.join(jd, jn))
+        if doc is not None:
+            why = _journal_problem(c, root_path, doc, jo, claims[0][2].relpath if claims else None, is_message)
+            if why:
+                report.problems.append(f"{rel(jd, jn)}: journal does not validate ({why}); left alone")
+                return
+    committed = False
+    if doc is not None:
+        dest_dir = os.path.join(root_path, doc["dest"])
+        source_there = c.lexists(os.path.join(dest_dir, doc["commit_from"]))
+        if not source_there:
+            # the commit rename happened when the final message (in any state) is there
+            if not id_live(c, dest_dir, doc["final"]):
+                report.problems.append(f"{rel(*journals[0][:2])}: the journal's commit source and final message "
+                                       "are both missing; left alone")
+                return
+            committed = True
+        elif _is_reg(c.lstat(os.path.join(dest_dir, doc["commit_from"]))):
+            # uncommitted: the prepared copy goes (a .new twin of a tmp included)
+            c.unlink(os.path.join(dest_dir, doc["commit_from"]))
+    for d, n, _o in tmps:
+        p = os.path.join(d, n)
+        if not committed and claims:
+            twin = _unlink_new_twin(c, p)
+            if twin:
+                report.removed_temp.append(rel(d, twin))
+        if c.unlink(p):
+            report.removed_temp.append(rel(d, n))
+    for d, n, o, qdir in targets:
+        p = os.path.join(d, n)
+        if committed:
+            c.unlink(p)
+            report.completed.append(rel(d, n))
+            continue
+        name = (o.relpath or "").rpartition("/")[2]
+        if id_live(c, qdir, name):
+            report.problems.append(f"{rel(d, n)}: its id is live in the queue already; left in place")
+            continue
+        if c.link_noclobber(p, os.path.join(d, name)):
+            report.restored.append(rel(d, name))
+        else:
+            report.problems.append(f"{rel(d, n)}: could not put back as {o.relpath!r}; left in place")
+    for d, n, _o in journals:
+        c.unlink(os.path.join(d, n))
+
+
+def _is_reg(st: os.stat_result | None) -> bool:
+    return st is not None and stat.S_ISREG(st.st_mode)
+
+
+def _claim_problem(d: str, o: Owned, is_message: Callable[[str], bool]) -> str | None:
+    try:
+        safety.check_relpath(o.relpath)
+    except QConsoleError:
+        return f"its name holds no plain message path ({o.relpath!r})"
+    in_work = (o.relpath or "").startswith("work/")
+    if in_work != (os.path.basename(d) == "work"):
+        return f"it is not in the directory its path {o.relpath!r} says"
+    if not is_message((o.relpath or "").rpartition("/")[2]):
+        return f"{o.relpath!r} is not a message name"
+    return None

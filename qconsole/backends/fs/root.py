@@ -43,17 +43,7 @@ def resolve_root(root: str | os.PathLike[str] | None) -> str:
     return path
 
 
-def validate_queue_name(name: str) -> str:
-    """A plain queue name: no ``/``, no NUL, not ``.``/``..``, not a dot-directory."""
-    if not name:
-        raise QueueNameError("empty queue name")
-    if "/" in name or "\0" in name or "\\" in name:
-        raise QueueNameError(f"bad queue name {name!r}: a queue name is a plain name, without '/'")
-    if name in (".", ".."):
-        raise QueueNameError(f"bad queue name {name!r}")
-    if name.startswith("."):
-        raise QueueNameError(f"bad queue name {name!r}: dot-directories are never queues")
-    return name
+from .safety import validate_queue_name  # noqa: E402 (one place for the rules that protect data)
 
 
 class FileBackend(Backend):
@@ -90,10 +80,12 @@ class FileBackend(Backend):
 
     @classmethod
     def make_target(cls, target: str) -> bool:
+        from . import safety
+
         path = os.path.abspath(target)
         if os.path.lexists(path):
             return False
-        os.makedirs(path)
+        safety.make_root_dir(path)
         return True
 
     def queue_names(self) -> tuple[list[str], list[str]]:
@@ -171,11 +163,27 @@ class FileBackend(Backend):
 
     def read_payload(self, msg: Message, cap: int | None) -> Payload:
         from ...payload import payload_from_bytes
-        from .atomic import read_file_bytes
 
-        path = os.path.join(self.require_queue(msg.queue), msg.relpath)
-        data, size = read_file_bytes(path, None if cap is None else cap + 1)
+        data, size = self.read_message_file(msg, None if cap is None else cap + 1)
         return payload_from_bytes(data, size, cap)
+
+    def read_message_file(self, msg: Message, limit: int | None) -> tuple[bytes, int]:
+        """Up to ``limit`` bytes of a message file and its size; no link on the way followed."""
+        from ...errors import MessageNotFoundError, QConsoleError
+        from . import safety
+
+        path = os.path.join(self.require_queue(msg.queue), safety.check_relpath(msg.relpath))
+        with safety.Confined(self.path) as c:
+            try:
+                st = c.lstat(path)
+                data = c.read(path, limit)
+            except FileNotFoundError:
+                raise MessageNotFoundError(f"{msg.name}: gone (consumed or moved meanwhile)") from None
+            except OSError as err:
+                raise QConsoleError(f"{msg.name}: {err.strerror}") from None
+            if st is None:
+                raise MessageNotFoundError(f"{msg.name}: gone (consumed or moved meanwhile)")
+        return data, st.st_size
 
     def message_sizes(self, queue: str, msgs: Sequence[Message]) -> dict[str, int | None]:
         qdir = self.require_queue(queue)
@@ -193,47 +201,42 @@ class FileBackend(Backend):
                user: str) -> tuple[list[tuple[str, str | None]], str | None]:
         import errno
 
-        from . import trash
-        from .atomic import rename_checked, unlink_quiet
+        from . import safety, trash
         from ..results import CHANGED
 
         qdir = self.require_queue(queue)
         outcomes: list[tuple[str, str | None]] = []
         if not msgs:
             return outcomes, None
-        batch = None
-        if use_trash:
-            batch = trash.new_batch(self.path, action, queue, self.kind, user)
-            trash.prepare_queue(self.path, batch, queue)
-        items = []
-        try:
-            for m in msgs:
-                self.tick(len(outcomes), len(msgs))
-                src = os.path.join(qdir, m.relpath)
-                if batch:
-                    dst = trash.trash_path(self.path, batch, queue, m.relpath)
-                    try:
-                        ok = os.path.lexists(src) and rename_checked(src, dst)
-                    except OSError as err:
-                        if err.errno == errno.EXDEV:  # the queue is another mount than the root
-                            raise OperationError(f"{queue}: the trash is on another file system; "
-                                                 "use --no-trash") from None
-                        raise
-                    if ok:
-                        items.append({"queue": queue, "relpath": m.relpath, "id": m.id})
-                else:
-                    ok = unlink_quiet(src)
-                outcomes.append((m.id, None if ok else CHANGED))
-        finally:
-            if batch:
-                doc = trash.read_manifest(self.path, batch)
-                doc.update(complete=True, items=items)
-                trash.write_manifest(self.path, batch, doc)
+        with safety.Confined(self.path) as c:
+            filling = trash.Filling(c, action, queue, self.kind, user) if use_trash else None
+            items: list[dict[str, Any]] = []
+            try:
+                for m in msgs:
+                    self.tick(len(outcomes), len(msgs))
+                    src = os.path.join(qdir, safety.check_relpath(m.relpath))
+                    if filling:
+                        try:
+                            ok = c.rename(src, filling.path(m.relpath))
+                        except OSError as err:
+                            if err.errno == errno.EXDEV:  # the queue is another mount than the root
+                                raise OperationError(f"{queue}: the trash is on another file system; "
+                                                     "use --no-trash") from None
+                            raise
+                        if ok:
+                            items.append({"queue": queue, "relpath": m.relpath, "id": m.id})
+                    else:
+                        ok = c.unlink(src)
+                    outcomes.append((m.id, None if ok else CHANGED))
+            finally:
+                # published under its name only now, complete; removed when nothing went in
+                batch = filling.finish(items) if filling else None
         return outcomes, batch
 
     def move(self, src: str, dest: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
         """Claim each message, place a copy in ``dest`` by the layout's protocol, commit."""
-        from . import claims
+        from ...errors import QConsoleError
+        from . import claims, safety
         from ..results import CHANGED
 
         src_dir = self.require_queue(src)
@@ -241,26 +244,27 @@ class FileBackend(Backend):
         outcomes: list[tuple[str, str | None]] = []
         # oldest first, whatever their state, so DEST keeps the order they were published in
         msgs = sorted(msgs, key=lambda m: (m.created_at or 0.0, m.id))
-        placer_for = self.move_placer(dest, dest_dir)
-        for msg in msgs:
-            self.tick(len(outcomes), len(msgs))
-            claim = claims.Claim(src_dir, msg.relpath)
-            if not claim.acquire():
-                outcomes.append((msg.id, CHANGED))
-                continue
-            try:
-                data = claim.read()
-                prepare = placer_for(msg, data)
-            except (OperationError, OSError) as err:
-                claim.restore()
-                why = str(err) if isinstance(err, OperationError) else err.strerror
-                outcomes.append((msg.id, f"left as it was: {why}"))
-                continue
-            claims.transfer(claim, dest, dest_dir, prepare, data)
-            outcomes.append((msg.id, None))
+        with safety.Confined(self.path) as c:
+            placer_for = self.move_placer(c, dest, dest_dir)  # refuses bad DEST settings before any claim
+            for msg in msgs:
+                self.tick(len(outcomes), len(msgs))
+                claim = claims.Claim(c, src_dir, msg.relpath)
+                if not claim.acquire():
+                    outcomes.append((msg.id, CHANGED))
+                    continue
+                try:
+                    data = claim.read()
+                    prepare = placer_for(msg, data)
+                except (QConsoleError, OSError) as err:
+                    claim.restore()
+                    why = str(err) if isinstance(err, QConsoleError) else err.strerror
+                    outcomes.append((msg.id, f"left as it was: {why}"))
+                    continue
+                claims.transfer(claim, dest, dest_dir, prepare, data)
+                outcomes.append((msg.id, None))
         return outcomes
 
-    def move_placer(self, dest: str, dest_dir: str) -> Any:
+    def move_placer(self, c: Any, dest: str, dest_dir: str) -> Any:
         """``(msg, data) -> prepare`` for :func:`.claims.transfer` into ``dest``."""
         raise NotImplementedError
 
@@ -275,13 +279,31 @@ class FileBackend(Backend):
         from . import trash
 
         name = trash.require_batch(self.path, batch)
-        queue = trash.read_manifest(self.path, name).get("queue")
-        return name, queue if isinstance(queue, str) else None
+        queue = trash.read_batch_manifest(self.path, name).get("queue")
+        return name, queue if isinstance(queue, str) and len(queue) < 256 else None
 
     def trash_restore(self, batch: str) -> tuple[list[str], list[tuple[str, str]]]:
         from . import trash
 
-        return trash.restore(self.path, batch, self.ready_name, self.tick)
+        return trash.restore(self.path, batch, self.ready_name, self.message_id, self.is_queue_dir, self.tick)
+
+    def message_id(self, name: str) -> str | None:
+        """The id a queue file name carries in any state (None: not a message name)."""
+        raise NotImplementedError
+
+    def id_live(self, c: Any, qdir: str, name: str) -> bool:
+        """Whether the id of message name ``name`` is live in ``qdir`` in any state."""
+        mid = self.message_id(name)
+        if mid is None:
+            return False
+        for sub in ("", "work"):
+            try:
+                names = c.listdir(os.path.join(qdir, sub) if sub else qdir)
+            except (OSError, Exception):
+                continue
+            if any(self.message_id(n) == mid for n in names):
+                return True
+        return False
 
     def ready_name(self, relpath: str) -> str | None:
         """The ready name a trashed file comes back as (in-flight ones come back ready)."""
@@ -296,10 +318,15 @@ class FileBackend(Backend):
         """Put back what killed qconsole processes left claimed (see :mod:`.claims`)."""
         from . import claims, trash
 
+        published = [b for hidden, b in trash.orphaned_fills(self.path, force=force)
+                     if trash.publish_orphan(self.path, hidden, b)]
         names, _errors = self.queue_names()
         dirs = [self.path] + [os.path.join(self.path, n) for n in names]
         dirs += [os.path.join(trash.trash_dir(self.path), b.batch) for b in trash.list_batches(self.path)]
-        return claims.recover(self.path, dirs, force=force)
+        report = claims.recover(self.path, dirs, force=force,
+                                is_message=lambda n: self.message_id(n) is not None, id_live=self.id_live)
+        report.completed.extend(f"trash batch {b} (its purge was killed)" for b in published)
+        return report
 
     def reopen_spec(self) -> dict[str, Any]:
         return {"target": self.path, "layout": self.kind}

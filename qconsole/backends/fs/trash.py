@@ -1,160 +1,334 @@
 """The trash: ``<root>/.qconsole/trash/<batch>/`` on the root's file system, so every delete
 is one rename and every restore one link. Files keep their queue-relative path under
-``files/<queue>/``, so a batch is restorable even when the manifest was never completed."""
+``files/<queue>/``, so a batch is restorable even when the manifest was never completed.
+
+Everything here is untrusted input (anyone who can write the root can plant a batch), so:
+
+* only directories named like a batch (``YYYYmmddTHHMMSS-xxxxxx``) are batches; links, files
+  and other names in the trash are left alone; inside a batch only regular files are
+  restored, and no link is ever followed (:mod:`.safety`);
+* a batch is filled under a hidden name (``.fill-<host>-<pid>-<batch>``) and renamed to its
+  batch name only when complete, so a restore never sees a batch another process is still
+  filling; an empty one is removed by the purge that made it;
+* restore and empty hold a per-batch lock file (``O_EXCL``, which NFS honours), and restore
+  removes only what it restored (directories only when empty);
+* a trashed file comes back only when no file of its id is live in the queue in any state,
+  and a file with other hard links only when that link is its own restored copy (a restore
+  killed between its link and its unlink).
+"""
 
 from __future__ import annotations
 
+import calendar
 import json
+import math
 import os
+import re
 import secrets
-import shutil
 import time
 from collections.abc import Callable
+from time import strptime as _strptime
 from typing import Any
 
-from .claims import CFG, new_token, owned_name
-from .atomic import link_noclobber, replace_file
-from ...errors import OperationError
+from ...errors import OperationError, QConsoleError
 from ..results import TrashBatch
+from . import safety
+from .claims import CFG, HOST, FOREIGN_HOST_GRACE, new_token, owned_name, pid_alive
 
 MANIFEST = "manifest.json"
 FILES = "files"
+LOCK = ".lock"
+FILL = ".fill-"
+BATCH_RE = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{6}")
+_FILL_RE = re.compile(r"\.fill-([0-9a-f]{6})-([0-9]{1,10})-([0-9]{8}T[0-9]{6}-[0-9a-f]{6})")
 
 
 def trash_dir(root: str) -> str:
     return os.path.join(root, ".qconsole", "trash")
 
 
-def new_batch(root: str, action: str, queue: str | None, layout: str, user: str) -> str:
-    """Create a batch directory and its manifest; OperationError when the trash is not writable."""
-    base = trash_dir(root)
-    now = time.time()
-    batch = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "-" + secrets.token_hex(3)
+def batch_dir(root: str, batch: str) -> str:
+    return os.path.join(trash_dir(root), batch)
+
+
+class Filling:
+    """A batch being filled by this process (under its hidden name until :meth:`finish`)."""
+
+    def __init__(self, c: safety.Confined, action: str, queue: str, layout: str, user: str) -> None:
+        self.c = c
+        now = time.time()
+        self.batch = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "-" + secrets.token_hex(3)
+        self.dir = os.path.join(trash_dir(c.root), f"{FILL}{HOST}-{os.getpid()}-{self.batch}")
+        self.queue = queue
+        self.doc = {"batch": self.batch, "created_at": now, "action": action, "queue": queue, "layout": layout,
+                    "user": user, "complete": False, "items": []}
+        try:
+            c.makedirs(trash_dir(c.root))
+            c.mkdir(self.dir)
+            for sub in (FILES, f"{FILES}/{queue}", f"{FILES}/{queue}/work"):
+                c.mkdir(os.path.join(self.dir, sub))
+        except (OSError, QConsoleError) as err:
+            why = err.strerror if isinstance(err, OSError) else str(err)
+            raise OperationError(f"cannot create the trash in {trash_dir(c.root)}: {why} "
+                                 "(use --no-trash to delete for real)") from None
+
+    def path(self, relpath: str) -> str:
+        return os.path.join(self.dir, FILES, self.queue, relpath)
+
+    def finish(self, items: list[dict[str, Any]]) -> str | None:
+        """Write the manifest and publish the batch under its name; None (and nothing left
+        behind) when nothing went into it."""
+        if not items:
+            self.c.rmtree(self.dir)
+            return None
+        self.doc.update(complete=True, items=items)
+        self.c.replace_file(os.path.join(self.dir, MANIFEST), json.dumps(self.doc, indent=1).encode(),
+                            owned_name(CFG, new_token()))
+        self.c.rename(self.dir, batch_dir(self.c.root, self.batch))
+        return self.batch
+
+
+def read_manifest(c: safety.Confined, batch: str) -> dict[str, Any]:
+    """The manifest as a dict; {} when missing, not a regular file, too big or not JSON."""
     try:
-        os.makedirs(os.path.join(base, batch, FILES))
-    except OSError as err:
-        raise OperationError(
-            f"cannot create the trash in {base}: {err.strerror} (use --no-trash to delete for real)"
-        ) from None
-    write_manifest(root, batch, {"batch": batch, "created_at": now, "action": action, "queue": queue,
-                                 "layout": layout, "user": user, "complete": False, "items": []})
-    return batch
-
-
-def write_manifest(root: str, batch: str, doc: dict[str, Any]) -> None:
-    path = os.path.join(trash_dir(root), batch, MANIFEST)
-    # the temp name is a qconsole-owned one, so `recover` removes it after a kill
-    replace_file(path, json.dumps(doc, indent=1).encode(), owned_name(CFG, new_token()))
-
-
-def read_manifest(root: str, batch: str) -> dict[str, Any]:
-    try:
-        with open(os.path.join(trash_dir(root), batch, MANIFEST), "rb") as fh:
-            doc = json.load(fh)
-        return doc if isinstance(doc, dict) else {}
-    except (OSError, ValueError):
+        doc = json.loads(c.read(os.path.join(batch_dir(c.root, batch), MANIFEST), max_size=safety.MAX_MANIFEST_BYTES))
+    except (OSError, ValueError, QConsoleError, RecursionError):
         return {}
+    return doc if isinstance(doc, dict) else {}
 
 
-def trash_path(root: str, batch: str, queue: str, relpath: str) -> str:
-    return os.path.join(trash_dir(root), batch, FILES, queue, relpath)
+def _named_time(batch: str) -> float:
+    return float(calendar.timegm(_strptime(batch[:15], "%Y%m%dT%H%M%S")))
 
 
-def prepare_queue(root: str, batch: str, queue: str) -> None:
-    os.makedirs(os.path.join(trash_dir(root), batch, FILES, queue, "work"), exist_ok=True)
+def created_at(batch: str, doc: dict[str, Any]) -> float:
+    """When the batch was made: the manifest's time when it is a plausible number (within a
+    day of the time in the batch's name), else the name's."""
+    named = _named_time(batch)
+    value = doc.get("created_at")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+            and abs(value - named) <= 86400:
+        return float(value)
+    return named
 
 
-def _is_file(entry: os.DirEntry[str]) -> bool:
+def _files(c: safety.Confined, batch: str) -> list[tuple[str, str]]:
+    """(queue, relpath) of every regular file in a batch (links and specials are not files)."""
+    out: list[tuple[str, str]] = []
+    top = os.path.join(batch_dir(c.root, batch), FILES)
     try:
-        return entry.is_file()
-    except OSError:  # as os.path.isfile: False
-        return False
-
-
-def _files(root: str, batch: str) -> list[tuple[str, str]]:
-    """(queue, relpath) of every file in a batch."""
-    out = []
-    top = os.path.join(trash_dir(root), batch, FILES)
-    try:
-        queues = sorted(os.listdir(top))
-    except OSError:
+        queues = sorted(n for n, kind in c.entries(top) if kind == "dir")
+    except (OSError, QConsoleError):
         return out
     for q in queues:
         for sub in ("", "work"):
-            d = os.path.join(top, q, sub)
+            d = os.path.join(top, q, sub) if sub else os.path.join(top, q)
             try:
-                # the entry's own type (a stat only where the listing has none, or for a link,
-                # as os.path.isfile would follow it): no stat per trashed file
-                with os.scandir(d) as it:
-                    names = sorted(e.name for e in it if _is_file(e))
-            except OSError:
+                entries = sorted(c.entries(d))
+            except (OSError, QConsoleError):
                 continue
-            for n in names:
-                out.append((q, f"{sub}/{n}" if sub else n))
+            for n, kind in entries:
+                if kind == "file":
+                    out.append((q, f"{sub}/{n}" if sub else n))
     return out
+
+
+def batch_names(c: safety.Confined) -> list[str]:
+    """The batches: real directories named like one (anything else in the trash is left alone)."""
+    try:
+        entries = c.entries(trash_dir(c.root))
+    except FileNotFoundError:
+        return []
+    except (OSError, QConsoleError):
+        return []
+    return sorted(n for n, kind in entries if kind == "dir" and BATCH_RE.fullmatch(n))
 
 
 def list_batches(root: str) -> list[TrashBatch]:
-    base = trash_dir(root)
-    try:
-        names = sorted(os.listdir(base))
-    except OSError:
-        return []
     out = []
-    for b in names:
-        if not os.path.isdir(os.path.join(base, b)):
-            continue
-        doc = read_manifest(root, b)
-        files = _files(root, b)
-        created = doc.get("created_at")
-        if not isinstance(created, (int, float)):
-            try:
-                created = os.lstat(os.path.join(base, b)).st_mtime
-            except OSError:
-                created = 0.0
-        out.append(TrashBatch(b, float(created), str(doc.get("action", "?")), doc.get("queue"),
-                              len(files), str(doc.get("user", "")), [r for _q, r in files]))
+    with safety.Confined(root) as c:
+        for b in batch_names(c):
+            doc = read_manifest(c, b)
+            files = _files(c, b)
+            queue = doc.get("queue")
+            out.append(TrashBatch(b, created_at(b, doc), str(doc.get("action", "?"))[:40],
+                                  queue if isinstance(queue, str) else None, len(files),
+                                  str(doc.get("user", ""))[:64], [r for _q, r in files]))
     return out
 
 
-def restore(root: str, batch: str, ready_name: Callable[[str], str | None],
+# --------------------------------------------------------------------------- locking
+
+
+def _lock(c: safety.Confined, batch: str, what: str) -> str:
+    """Take the batch's lock (an exclusive create, which NFS honours); OperationError when
+    another live qconsole holds it. A lock whose owner is gone is broken."""
+    path = os.path.join(batch_dir(c.root, batch), LOCK)
+    for _attempt in range(2):
+        try:
+            fd = c.create_exclusive(path)
+        except FileNotFoundError:
+            raise OperationError(f"no trash batch {batch!r} (restored or emptied meanwhile)") from None
+        except FileExistsError:
+            if _lock_alive(c, path):
+                raise OperationError(f"trash batch {batch} is being restored or emptied by another qconsole; "
+                                     "try again when it is done") from None
+            c.unlink(path)  # its owner died: break it
+            continue
+        try:
+            safety.write_all(fd, f"{HOST} {os.getpid()} {time.time():.0f} {what}\n".encode())
+        finally:
+            os.close(fd)
+        return path
+    raise OperationError(f"trash batch {batch}: could not take its lock")
+
+
+def _lock_alive(c: safety.Confined, path: str) -> bool:
+    try:
+        text = c.read(path, max_size=4096).decode("ascii", "replace").split()
+        st = c.lstat(path)
+    except (OSError, QConsoleError):
+        return True
+    if st is None:
+        return False
+    if len(text) >= 2 and text[0] == HOST and text[1].isdigit() and len(text[1]) <= 10:
+        return pid_alive(int(text[1]))
+    return time.time() - st.st_mtime < FOREIGN_HOST_GRACE
+
+
+# --------------------------------------------------------------------------- restore / empty
+
+
+def restore(root: str, batch: str, ready_name: Callable[[str], str | None], msg_id: Callable[[str], str | None],
+            is_queue: Callable[[str], bool],
             tick: Callable[[int, int], None] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
-    """Move a batch back: (restored relpaths, [(relpath, reason)]). ``ready_name``: the layout's
-    ready name for a trashed relpath (None: not a message name); ``tick(done, total)``: progress."""
+    """Move a batch back: (restored queue/names, [(relpath, reason)]).
+
+    ``ready_name``: the layout's ready name for a trashed relpath (None: not a message name);
+    ``msg_id``: the id a queue file name carries (None: not a message); ``is_queue``: whether
+    a queue directory is one of this layout; ``tick(done, total)``: progress.
+    """
     done: list[str] = []
     skipped: list[tuple[str, str]] = []
-    files = _files(root, batch)
-    for queue, rel in files:
-        if tick is not None:
-            tick(len(done) + len(skipped), len(files))
-        qdir = os.path.join(root, queue)
-        target = ready_name(rel)
-        if target is None:
-            skipped.append((rel, "not a message name"))
-            continue
-        if not os.path.isdir(qdir) or os.path.islink(qdir):
-            skipped.append((rel, f"queue {queue!r} is gone"))
-            continue
-        if link_noclobber(trash_path(root, batch, queue, rel), os.path.join(qdir, target)):
-            done.append(f"{queue}/{target}")
-        else:
-            skipped.append((rel, "a file of that name exists"))
-    if not skipped:
-        shutil.rmtree(os.path.join(trash_dir(root), batch), ignore_errors=True)
+    with safety.Confined(root) as c:
+        if batch not in batch_names(c):
+            raise OperationError(f"no trash batch {batch!r} (see qconsole trash list)")
+        lock = _lock(c, batch, "restore")
+        try:
+            live: dict[str, dict[str, list[str]]] = {}
+            files = _files(c, batch)
+            for queue, rel in files:
+                if tick is not None:
+                    tick(len(done) + len(skipped), len(files))
+                src = os.path.join(batch_dir(root, batch), FILES, queue, rel)
+                reason = _restore_one(c, root, queue, rel, src, ready_name, msg_id, is_queue, live, done)
+                if reason:
+                    skipped.append((rel, reason))
+            _tidy(c, batch)
+        finally:
+            c.unlink(lock)
+            _drop_if_empty(c, batch)
     return done, skipped
 
 
+def _restore_one(c: safety.Confined, root: str, queue: str, rel: str, src: str,
+                 ready_name: Callable[[str], str | None], msg_id: Callable[[str], str | None],
+                 is_queue: Callable[[str], bool], live: dict[str, dict[str, list[str]]], done: list[str]) -> str | None:
+    try:
+        safety.validate_queue_name(queue)
+    except QConsoleError:
+        return f"queue {queue!r} is not a queue name"
+    qdir = os.path.join(root, queue)
+    target = ready_name(rel)
+    mid = msg_id(target) if target else None
+    if target is None or mid is None:
+        return "not a message name"
+    if not c.is_dir(qdir) or not is_queue(qdir):
+        return f"queue {queue!r} is gone"
+    st = c.lstat(src)
+    if st is None:
+        return "gone (restored or emptied meanwhile)"
+    ids = live.get(queue)
+    if ids is None:
+        ids = live[queue] = _live_ids(c, qdir, msg_id)
+    twins = ids.get(mid, [])
+    for twin in twins:  # a restore killed after its link: that copy is the message, drop ours
+        if c.same_file(src, os.path.join(qdir, twin)):
+            c.unlink(src)
+            done.append(f"{queue}/{twin}")
+            return None
+    if twins:
+        return f"id {mid} is in the queue already ({twins[0]})"
+    if st.st_nlink > 1:
+        return "has other hard links; not restored"
+    if c.link_noclobber(src, os.path.join(qdir, target)):
+        ids.setdefault(mid, []).append(target)
+        done.append(f"{queue}/{target}")
+        return None
+    return "a file of that name exists"
+
+
+def _live_ids(c: safety.Confined, qdir: str, msg_id: Callable[[str], str | None]) -> dict[str, list[str]]:
+    """id -> the queue's file names carrying it, in every state (ready, held, being written)."""
+    out: dict[str, list[str]] = {}
+    for sub in ("", "work"):
+        d = os.path.join(qdir, sub) if sub else qdir
+        try:
+            names = c.listdir(d)
+        except (OSError, QConsoleError):
+            continue
+        for n in names:
+            mid = msg_id(n)
+            if mid is not None:
+                out.setdefault(mid, []).append(f"{sub}/{n}" if sub else n)
+    return out
+
+
+def _tidy(c: safety.Confined, batch: str) -> None:
+    """Remove the batch's directories that are now empty (what this restore emptied)."""
+    top = os.path.join(batch_dir(c.root, batch), FILES)
+    try:
+        queues = [n for n, kind in c.entries(top) if kind == "dir"]
+    except (OSError, QConsoleError):
+        return
+    for q in queues:
+        c.rmdir(os.path.join(top, q, "work"))
+        c.rmdir(os.path.join(top, q))
+    c.rmdir(top)
+
+
+def _drop_if_empty(c: safety.Confined, batch: str) -> None:
+    """A batch whose files are all restored: its manifest and directory go (nothing else)."""
+    bdir = batch_dir(c.root, batch)
+    try:
+        rest = {n for n, _kind in c.entries(bdir)}
+    except (OSError, QConsoleError):
+        return
+    if FILES in rest or LOCK in rest or not rest <= {MANIFEST}:
+        return
+    c.unlink(os.path.join(bdir, MANIFEST))
+    c.rmdir(bdir)
+
+
 def empty(root: str, older_than_s: float | None) -> list[str]:
+    """Delete batches for good (only those older than ``older_than_s`` when given); a batch
+    another qconsole is restoring is left alone."""
     now = time.time()
     removed = []
-    for b in list_batches(root):
-        if older_than_s is not None and now - b.created_at < older_than_s:
-            continue
-        shutil.rmtree(os.path.join(trash_dir(root), b.batch), ignore_errors=True)
-        if not os.path.exists(os.path.join(trash_dir(root), b.batch)):
-            removed.append(b.batch)
-        else:
-            raise OperationError(f"cannot remove trash batch {b.batch}")
+    with safety.Confined(root) as c:
+        for b in batch_names(c):
+            if older_than_s is not None and now - created_at(b, read_manifest(c, b)) < older_than_s:
+                continue
+            try:
+                _lock(c, b, "empty")
+            except OperationError:
+                continue  # being restored right now: not ours to delete under it
+            try:
+                c.rmtree(batch_dir(root, b))
+            except (OSError, QConsoleError) as err:
+                why = err.strerror if isinstance(err, OSError) else str(err)
+                raise OperationError(f"cannot remove trash batch {b}: {why}") from None
+            removed.append(b)
     return removed
 
 
@@ -164,6 +338,43 @@ def require_batch(root: str, batch: str | None) -> str:
         raise OperationError("the trash is empty")
     if batch is None:
         return max(batches, key=lambda b: (b.created_at, b.batch)).batch
-    if "/" in batch or batch.startswith(".") or batch not in {b.batch for b in batches}:
+    if not isinstance(batch, str) or not BATCH_RE.fullmatch(batch) or batch not in {b.batch for b in batches}:
         raise OperationError(f"no trash batch {batch!r} (see qconsole trash list)")
     return batch
+
+
+def read_batch_manifest(root: str, batch: str) -> dict[str, Any]:
+    with safety.Confined(root) as c:
+        return read_manifest(c, batch)
+
+
+def orphaned_fills(root: str, *, force: bool = False) -> list[tuple[str, str]]:
+    """(hidden dir name, batch) of batches whose purge died while filling them."""
+    out = []
+    with safety.Confined(root) as c:
+        try:
+            entries = c.entries(trash_dir(root))
+        except (OSError, QConsoleError):
+            return out
+        for n, kind in entries:
+            m = _FILL_RE.fullmatch(n)
+            if kind != "dir" or not m:
+                continue
+            host, pid, batch = m.group(1), int(m.group(2)), m.group(3)
+            if not force:
+                if host == HOST and pid_alive(pid):
+                    continue
+                st = c.lstat(os.path.join(trash_dir(root), n))
+                if host != HOST and st is not None and time.time() - st.st_ctime < FOREIGN_HOST_GRACE:
+                    continue
+            out.append((n, batch))
+    return out
+
+
+def publish_orphan(root: str, hidden: str, batch: str) -> bool:
+    """Give a dead purge's batch its name, so it can be listed and restored."""
+    with safety.Confined(root) as c:
+        dst = batch_dir(root, batch)
+        if c.lexists(dst):
+            return False
+        return c.rename(os.path.join(trash_dir(root), hidden), dst)

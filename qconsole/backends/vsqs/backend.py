@@ -8,6 +8,8 @@ from ..base import CREATE_QUEUE, WRITING, Option
 from ..fs.root import FileBackend
 from . import layout
 
+WRITING_KIND = "writing"
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -27,40 +29,51 @@ class VsqsBackend(FileBackend):
     )
 
     def publish(self, queue: str, payloads: Sequence[bytes], options: dict[str, Any]) -> list[str]:
-        from ..fs.atomic import dir_gid
+        from ..fs import safety
         from . import writes
 
         qdir = self.require_queue(queue)
         divisor = writes.divisor_for(options.get("vsqs_clock"), self.scan_queue(queue).id_unit)
-        gid = dir_gid(qdir)
-        done: list[str] = []
-        for p in payloads:
-            self.tick(len(done), len(payloads))
-            done.append(writes.publish(qdir, bytes(p), divisor, gid))
+        with safety.Confined(self.path) as c:
+            gid = c.dir_gid(qdir)
+            done: list[str] = []
+            self.published = done  # what an interrupted publish did do (for its audit line)
+            for p in payloads:
+                self.tick(len(done), len(payloads))
+                done.append(writes.publish(c, qdir, bytes(p), divisor, gid))
         return done
 
     def requeue(self, queue: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
+        from ..fs import safety
         from ..results import ALREADY_READY
         from . import writes
 
         qdir = self.require_queue(queue)
         out: list[tuple[str, str | None]] = []
-        for msg in msgs:
-            self.tick(len(out), len(msgs))
-            reason = writes.requeue(qdir, msg.id, msg.relpath)
-            # someone requeued it first: it is ready, as asked
-            out.append((msg.id, None if reason == ALREADY_READY else reason))
+        with safety.Confined(self.path) as c:
+            for msg in msgs:
+                self.tick(len(out), len(msgs))
+                reason = writes.requeue(c, qdir, msg.id, msg.relpath)
+                # someone requeued it first: it is ready, as asked
+                out.append((msg.id, None if reason == ALREADY_READY else reason))
         return out
 
-    def move_placer(self, dest: str, dest_dir: str) -> Any:
+    def move_placer(self, c: Any, dest: str, dest_dir: str) -> Any:
         from . import writes
 
-        prepare = writes.placer(dest_dir, writes.divisor_for(None, self.scan_queue(dest).id_unit))
+        prepare = writes.placer(c, dest_dir, writes.divisor_for(None, self.scan_queue(dest).id_unit))
         return lambda _msg, _data: prepare
 
     def ready_name(self, relpath: str) -> str | None:
         parsed = layout.parse_name(relpath.rpartition("/")[2])
+        return parsed[1] if parsed and parsed[0] != WRITING_KIND else None
+
+    def message_id(self, name: str) -> str | None:
+        parsed = layout.parse_name(name)
         return parsed[1] if parsed else None
 
     def create_queue(self, queue: str) -> None:
-        os.mkdir(self.queue_path(queue))
+        from ..fs import safety
+
+        with safety.Confined(self.path) as c:
+            c.mkdir(self.queue_path(queue))

@@ -16,6 +16,7 @@ from operator import attrgetter, itemgetter, methodcaller, truediv
 from ...model import Message, QueueScan
 from ...states import EXPIRED, FOREIGN, INFLIGHT, READY, VSQS, WRITING
 from ...timeunits import vsqs_divisor
+from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
 from ..fs.listing import (
     NO_IRREGULAR, QC_TEMP_PREFIX, STREAM_BYTES, ErrorList, gc_paused, is_ascii_digits, list_entries, listing,
     listing_chunks, names_only, os_error_line,
@@ -28,13 +29,13 @@ def parse_name(name: str) -> tuple[str, str, str | None] | None:
     state_kind is ``ready``, ``held`` (in flight or expired, decided against a clock) or ``writing``.
     """
     head, dot, tail = name.partition(".")
-    if not is_ascii_digits(head):
+    if not is_ascii_digits(head) or len(head) > MAX_DIGITS:  # a 25-digit id is nobody's clock: foreign
         return None
     if not dot:
         return READY, head, None
     if tail == "new":
         return WRITING, head, None
-    if is_ascii_digits(tail):
+    if is_ascii_digits(tail) and len(tail) <= MAX_DIGITS:
         return "held", head, tail
     return None
 
@@ -73,7 +74,7 @@ def looks_like_queue(path: str, probe: int = 50) -> bool:
     return seen == 0
 
 
-_HELD_RE = re.compile(r"([0-9]+)\.([0-9]+)")
+_HELD_RE = re.compile(r"([0-9]{1,%d})\.([0-9]{1,%d})" % (MAX_DIGITS, MAX_DIGITS))
 _GROUPS = methodcaller("groups")
 _STRING = attrgetter("string")
 
@@ -160,6 +161,9 @@ def scan_queue(
         scan.errors.append(os_error_line(err, name))
         return scan
     ready, rest = _ascii_digits(names)
+    if ready and len(max(ready, key=len)) > MAX_DIGITS:  # absurd ids go the foreign way (with an error line)
+        rest = rest + [m for m in ready if len(m) > MAX_DIGITS]
+        ready = [m for m in ready if len(m) <= MAX_DIGITS]
     # in flight / expired: "<id>.<deadline>", also matched in bulk; then the few left over
     held_matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
     if irregular and any(map(_HELD_RE.fullmatch, irregular)):
@@ -179,6 +183,10 @@ def scan_queue(
             parsed = parse_name(fname)
             if parsed is None:
                 foreign += 1
+                head, _dot, tail = fname.partition(".")
+                if is_ascii_digits(head) and (len(head) > MAX_DIGITS or (is_ascii_digits(tail) and len(tail) > MAX_DIGITS)):
+                    errors.add(f"{fname[:60]}{'...' if len(fname) > 60 else ''}: absurd id or deadline "
+                               f"(more than {MAX_DIGITS} digits); counted as foreign")
                 continue
             if fname in irregular:
                 foreign += 1

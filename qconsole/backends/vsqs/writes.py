@@ -7,7 +7,7 @@ import time
 
 from ...timeunits import MICRO, MILLI
 from ..fs.claims import Placement, write_tmp
-from ..fs.atomic import create_exclusive, dir_gid, rename_checked, unlink_quiet, write_all
+from ..fs import safety
 from ..results import ALREADY_READY, CHANGED
 
 CLOCKS = {"us": MICRO, "ms": MILLI}
@@ -25,11 +25,11 @@ def _now_id(divisor: float) -> str:
     return str(ns // 1000) if divisor == MICRO else str(ns // 1_000_000)
 
 
-def _clashes(queue_dir: str, mid: str) -> bool:
+def _clashes(c: safety.Confined, queue_dir: str, mid: str) -> bool:
     """Another name for this id (``<id>`` or ``<id>.*`` other than our ``.new``)."""
     ours = mid + ".new"
     prefix = mid + "."
-    for name in os.listdir(queue_dir):
+    for name in c.listdir(queue_dir):
         if name == mid or (name.startswith(prefix) and name != ours):
             return True
     return False
@@ -39,34 +39,34 @@ def _wait_next_tick(divisor: float) -> None:
     time.sleep(1.0 / divisor)
 
 
-def publish(queue_dir: str, data: bytes, divisor: float, gid: int | None = None) -> str:
+def publish(c: safety.Confined, queue_dir: str, data: bytes, divisor: float, gid: int | None = None) -> str:
     """vsqs 0.3's protocol: O_EXCL ``<id>.new``; clash check; write; fsync; rename to ``<id>``."""
-    gid = dir_gid(queue_dir) if gid is None else gid
+    gid = c.dir_gid(queue_dir) if gid is None else gid
     while True:
         mid = _now_id(divisor)
         new = os.path.join(queue_dir, mid + ".new")
         try:
-            fd = create_exclusive(new, gid)
+            fd = c.create_exclusive(new, gid)
         except FileExistsError:
             _wait_next_tick(divisor)
             continue
         try:
-            if _clashes(queue_dir, mid):
-                unlink_quiet(new)
+            if _clashes(c, queue_dir, mid):
+                c.unlink(new)
                 _wait_next_tick(divisor)
                 continue
-            write_all(fd, data)
+            safety.write_all(fd, data)
             os.fsync(fd)
         except BaseException:
-            unlink_quiet(new)
+            c.unlink(new)
             raise
         finally:
             os.close(fd)
-        os.rename(new, os.path.join(queue_dir, mid))
+        c.rename(new, os.path.join(queue_dir, mid))
         return mid
 
 
-def placer(queue_dir: str, divisor: float):  # -> Callable[[bytes, str], Placement]
+def placer(c: safety.Confined, queue_dir: str, divisor: float):  # -> Callable[[bytes, str], Placement]
     """Prepare a transferred copy: a tmp file hard-linked to an exclusive ``<id>.new``.
 
     The tmp name carries the claim's token, so a killed transfer is found and undone; the
@@ -74,35 +74,45 @@ def placer(queue_dir: str, divisor: float):  # -> Callable[[bytes, str], Placeme
     """
 
     def prepare(data: bytes, token: str) -> Placement:
-        tmp = write_tmp(queue_dir, data, token)
+        tmp = write_tmp(c, queue_dir, data, token)
         tmp_path = os.path.join(queue_dir, tmp)
         try:
             while True:
                 mid = _now_id(divisor)
                 try:
-                    os.link(tmp_path, os.path.join(queue_dir, mid + ".new"))
+                    c.link(tmp_path, os.path.join(queue_dir, mid + ".new"))
                 except FileExistsError:
                     _wait_next_tick(divisor)
                     continue
-                if _clashes(queue_dir, mid):
-                    unlink_quiet(os.path.join(queue_dir, mid + ".new"))
+                if _clashes(c, queue_dir, mid):
+                    c.unlink(os.path.join(queue_dir, mid + ".new"))
                     _wait_next_tick(divisor)
                     continue
                 return Placement(queue_dir, mid + ".new", mid, tmp)
         except BaseException:
-            unlink_quiet(tmp_path)
+            c.unlink(tmp_path)
             raise
 
     return prepare
 
 
-def requeue(queue_dir: str, mid: str, relpath: str) -> str | None:
-    """Rename ``<id>.<deadline>`` back to ``<id>``; None when done, else the skip reason."""
+def requeue(c: safety.Confined, queue_dir: str, mid: str, relpath: str) -> str | None:
+    """Rename ``<id>.<deadline>`` back to ``<id>``; None when done, else the skip reason.
+
+    Never over another file: when the id is live under another name already (``<id>``, or a
+    second ``<id>.<deadline>``), the message is left as it is.
+    """
     if "." not in relpath:
         return ALREADY_READY
+    safety.check_relpath(relpath, subdirs=())
     src = os.path.join(queue_dir, relpath)
     dst = os.path.join(queue_dir, mid)
-    if rename_checked(src, dst):
+    others = [n for n in c.listdir(queue_dir) if n != relpath and (n == mid or n.startswith(mid + "."))]
+    if others:
+        if mid in others and not c.lexists(src):
+            return ALREADY_READY  # a consumer requeued it itself meanwhile
+        return f"{CHANGED}: id {mid} is also live as {others[0]}; left as it was"
+    if c.rename(src, dst):
         return None
     # lost a race: a consumer deleted it, or requeued it itself (then it is ready anyway)
-    return ALREADY_READY if os.path.lexists(dst) else CHANGED
+    return ALREADY_READY if c.lexists(dst) else CHANGED

@@ -1,0 +1,653 @@
+"""Every rule that protects data, in one place (DESIGN.md §6, issue 9).
+
+Everything in a store is untrusted -- qconsole's own claims, journals, trash and audit log
+included -- so every change qconsole makes to a file-system store goes through this module:
+
+* **confinement**: a path is a root plus plain components (no ``..``, no absolute path, no
+  separator or NUL inside a name); anything else raises :class:`UnsafePathError`;
+* **no symlink followed**: every directory on the way is opened from the root with
+  ``O_DIRECTORY|O_NOFOLLOW`` and the change is made relative to that descriptor
+  (``rename``/``link``/``unlink``/``mkdir``/``open`` with ``dir_fd``), so a directory swapped
+  for a link is refused, never followed; a symlink as the *last* component is acted on as a
+  link (renamed, unlinked) and never opened;
+* **safe opens**: files are opened ``O_NOFOLLOW|O_NONBLOCK`` and must be regular files of a
+  bounded size before a byte is read (a FIFO cannot hang us, a 50 MB file cannot stall us);
+* **names**: queue names, message names and relative paths are validated here;
+* **YAML**: size-capped, safe loading with limits on aliases, depth and integer size.
+
+Only this module calls ``os.rename``/``os.link``/``os.unlink``/``os.rmdir``/``os.mkdir`` or
+opens files for writing; ``tests/test_store_hygiene.py`` walks the code to keep it so.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+import stat
+
+from ...errors import QConsoleError, QueueNameError, SettingsError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC
+_CREATE_FLAGS = os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW | _CLOEXEC
+
+#: ddmq.yaml is a handful of keys: anything bigger is refused before it is parsed
+MAX_YAML_BYTES = 1 << 20
+MAX_YAML_ALIASES = 64
+MAX_YAML_DEPTH = 32
+MAX_YAML_INT_DIGITS = 64
+#: nodes of the document with every alias expanded (what printing it would produce)
+MAX_YAML_NODES = 10_000
+#: qconsole's own JSON state (journals, manifests): bounded so a planted file cannot stall us
+MAX_JOURNAL_BYTES = 64 << 10
+MAX_MANIFEST_BYTES = 64 << 20
+#: digits of a VSQS id/deadline or a ddmq number beyond which a name is absurd (foreign):
+#: 19 digits of nanoseconds reach the year 2286
+MAX_NUMBER_DIGITS = 20
+#: the largest priority a ddmq message may get (what publish accepts, what move/requeue write)
+MAX_PRIORITY = 10 ** 18 - 1
+NAME_MAX = 255
+
+
+class UnsafePathError(QConsoleError):
+    """A path that leaves the root, or a symlink/special file where qconsole would act."""
+
+
+# --------------------------------------------------------------------------- names
+
+
+def check_name(name: object, what: str = "name") -> str:
+    """A plain directory-entry name: not empty, not ``.``/``..``, no ``/``, ``\\`` or NUL."""
+    if not isinstance(name, str) or not name or name in (".", ".."):
+        raise UnsafePathError(f"bad {what} {name!r}: not a plain name")
+    if "/" in name or "\0" in name or "\\" in name:
+        raise UnsafePathError(f"bad {what} {name!r}: a name holds no separator")
+    if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
+        raise UnsafePathError(f"bad {what}: longer than {NAME_MAX} bytes")
+    return name
+
+
+def is_plain_name(name: object) -> bool:
+    try:
+        check_name(name)
+    except UnsafePathError:
+        return False
+    return True
+
+
+def validate_queue_name(name: str) -> str:
+    """A plain queue name: no ``/``, no NUL, not ``.``/``..``, not a dot-directory."""
+    if not name:
+        raise QueueNameError("empty queue name")
+    if "/" in name or "\0" in name or "\\" in name:
+        raise QueueNameError(f"bad queue name {name!r}: a queue name is a plain name, without '/'")
+    if name in (".", ".."):
+        raise QueueNameError(f"bad queue name {name!r}")
+    if name.startswith("."):
+        raise QueueNameError(f"bad queue name {name!r}: dot-directories are never queues")
+    if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
+        raise QueueNameError(f"bad queue name: longer than {NAME_MAX} bytes")
+    return name
+
+
+def check_relpath(rel: object, *, subdirs: tuple[str, ...] = ("work",)) -> str:
+    """A message's path inside its queue: ``NAME`` or ``SUB/NAME`` for a known ``SUB``."""
+    if not isinstance(rel, str):
+        raise UnsafePathError(f"bad message path {rel!r}")
+    head, sep, tail = rel.partition("/")
+    if sep:
+        if head not in subdirs:
+            raise UnsafePathError(f"bad message path {rel!r}")
+        check_name(tail, "message name")
+    else:
+        check_name(head, "message name")
+    return rel
+
+
+def sane_number(digits: str) -> bool:
+    """Digits a clock or a priority can produce (not a 25-digit id or a 30-digit deadline)."""
+    return len(digits) <= MAX_NUMBER_DIGITS
+
+
+def check_priority(value: object, what: str = "priority") -> int:
+    """A ddmq priority as publish accepts it: an int (not a bool), 0..MAX_PRIORITY."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise QConsoleError(f"{what} must be a non-negative integer, got {_short(value)}")
+    if value < 0 or value > MAX_PRIORITY:
+        raise QConsoleError(f"{what} must be between 0 and {MAX_PRIORITY}, got {_short(value)}")
+    return value
+
+
+def check_duration(value: float, what: str = "duration") -> float:
+    """A duration in seconds: finite and positive."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        raise QConsoleError(f"{what} must be a finite number of seconds above 0, got {_short(value)}")
+    return float(value)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# --------------------------------------------------------------------------- confinement
+
+
+def _split(root: str, path: str) -> tuple[str, ...]:
+    """The plain components of ``path`` below ``root`` (``path`` absolute or root-relative)."""
+    if os.path.isabs(path):
+        if path == root:
+            return ()
+        prefix = root.rstrip("/") + "/"
+        if not path.startswith(prefix):
+            raise UnsafePathError(f"{path}: outside the root {root}")
+        path = path[len(prefix):]
+    if not path:
+        return ()
+    parts = tuple(path.split("/"))
+    for p in parts:
+        check_name(p, "path component")
+    return parts
+
+
+def confine(root: str, *parts: str) -> str:
+    """``root/parts...`` after checking every part is a plain name (nothing can climb out)."""
+    for p in parts:
+        check_name(p, "path component")
+    return os.path.join(root, *parts)
+
+
+class Confined:
+    """A root and the directory descriptors opened below it, never through a symlink.
+
+    Paths given to the methods are absolute paths under the root (or root-relative); each
+    directory on the way is opened ``O_NOFOLLOW`` from the root's descriptor and cached for
+    the life of this object (one operation). Use as a context manager.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.abspath(root)
+        self._fds: dict[tuple[str, ...], int] = {}
+
+    def __enter__(self) -> Confined:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def forget(self, path: str) -> None:
+        """Drop cached descriptors at and below ``path`` (after removing that directory)."""
+        comps = _split(self.root, path)
+        for key in [k for k in self._fds if k[: len(comps)] == comps]:
+            try:
+                os.close(self._fds.pop(key))
+            except OSError:
+                pass
+
+    # ------------------------------------------------------------------ walking
+
+    def dirfd(self, comps: tuple[str, ...]) -> int:
+        fd = self._fds.get(comps)
+        if fd is not None:
+            return fd
+        if not comps:
+            fd = os.open(self.root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)  # the operator's root may be a link
+        else:
+            parent = self.dirfd(comps[:-1])
+            try:
+                fd = os.open(comps[-1], _DIR_FLAGS, dir_fd=parent)
+            except OSError as err:
+                if err.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    where = "/".join(comps)
+                    raise UnsafePathError(f"{where}: a symlink or not a directory; not followed") from None
+                raise
+        self._fds[comps] = fd
+        return fd
+
+    def at(self, path: str) -> tuple[int, str]:
+        """(descriptor of the parent directory, last name) of ``path``."""
+        comps = _split(self.root, path)
+        if not comps:
+            raise UnsafePathError(f"{path}: the root itself")
+        return self.dirfd(comps[:-1]), comps[-1]
+
+    def dir(self, path: str) -> int:
+        return self.dirfd(_split(self.root, path))
+
+    # ------------------------------------------------------------------ looking
+
+    def lstat(self, path: str) -> os.stat_result | None:
+        try:
+            fd, name = self.at(path)
+            return os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def lexists(self, path: str) -> bool:
+        return self.lstat(path) is not None
+
+    def is_dir(self, path: str) -> bool:
+        st = self.lstat(path)
+        return st is not None and stat.S_ISDIR(st.st_mode)
+
+    def is_regular(self, path: str) -> bool:
+        st = self.lstat(path)
+        return st is not None and stat.S_ISREG(st.st_mode)
+
+    def listdir(self, path: str) -> list[str]:
+        return os.listdir(self.dir(path))
+
+    def entries(self, path: str) -> list[tuple[str, str]]:
+        """(name, kind) of a directory's entries, kind ``file``/``dir``/``link``/``other``; no link followed."""
+        out = []
+        # the entry's own type from the listing (a stat only where the file system gives none)
+        with os.scandir(self.dir(path)) as it:
+            for e in it:
+                try:
+                    kind = ("link" if e.is_symlink() else "file" if e.is_file(follow_symlinks=False)
+                            else "dir" if e.is_dir(follow_symlinks=False) else "other")
+                except OSError:
+                    continue
+                out.append((e.name, kind))
+        return out
+
+    def fsync(self, path: str) -> None:
+        """fsync a file below the root (opened read-only, never through a link)."""
+        fd, name = self.at(path)
+        f = os.open(name, _READ_FLAGS, dir_fd=fd)
+        try:
+            os.fsync(f)
+        finally:
+            os.close(f)
+
+    def dir_gid(self, path: str) -> int:
+        return os.fstat(self.dir(path)).st_gid
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, path: str, limit: int | None = None, *, max_size: int | None = None) -> bytes:
+        """A regular file's bytes (at most ``limit``); a link, FIFO or device is refused."""
+        fd, name = self.at(path)
+        try:
+            f = os.open(name, _READ_FLAGS, dir_fd=fd)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise UnsafePathError(f"{_rel(self.root, path)}: a symlink; not followed") from None
+            raise
+        try:
+            return _read_fd(f, _rel(self.root, path), limit, max_size)
+        finally:
+            os.close(f)
+
+    # ------------------------------------------------------------------ changing
+
+    def rename(self, src: str, dst: str) -> bool:
+        """Rename (replacing ``dst`` as rename does); False when ``src`` was gone.
+
+        After ENOENT the target is re-checked: an NFS retransmit of a rename that succeeded
+        reports ENOENT although it happened.
+        """
+        sfd, sname = self.at(src)
+        dfd, dname = self.at(dst)
+        try:
+            os.rename(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
+            return True
+        except FileNotFoundError:
+            return self.lexists(dst) and not self.lexists(src)
+
+    def rename_noreplace(self, src: str, dst: str) -> bool:
+        """Rename unless ``dst`` exists (checked first; the clients never create it meanwhile)."""
+        if self.lexists(dst):
+            raise FileExistsError(errno.EEXIST, "exists", _rel(self.root, dst))
+        return self.rename(src, dst)
+
+    def link(self, src: str, dst: str) -> None:
+        """Hard-link ``src`` (itself, never what a link points to) as ``dst``; EEXIST raises."""
+        sfd, sname = self.at(src)
+        dfd, dname = self.at(dst)
+        os.link(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd, follow_symlinks=False)
+
+    def same_file(self, a: str, b: str) -> bool:
+        sa, sb = self.lstat(a), self.lstat(b)
+        return sa is not None and sb is not None and (sa.st_ino, sa.st_dev) == (sb.st_ino, sb.st_dev)
+
+    def link_noclobber(self, src: str, dst: str) -> bool:
+        """Move ``src`` to ``dst`` without ever replacing a ``dst`` (link, then unlink).
+
+        False when ``dst`` exists and is another file (or ``src`` is gone); True when moved,
+        or already moved by an attempt that died between its link and its unlink.
+        """
+        try:
+            self.link(src, dst)
+        except FileExistsError:
+            if self.same_file(src, dst):
+                self.unlink(src)
+                return True
+            return False
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            if err.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            # no hard links on this file system: a checked rename
+            if self.lexists(dst):
+                return False
+            return self.rename(src, dst)
+        self.unlink(src)
+        return True
+
+    def unlink(self, path: str) -> bool:
+        """Remove a directory entry (a link itself, never its target); False when gone."""
+        fd, name = self.at(path)
+        try:
+            os.unlink(name, dir_fd=fd)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def rmdir(self, path: str) -> bool:
+        """Remove an empty directory; False when gone or not empty."""
+        fd, name = self.at(path)
+        self.forget(path)
+        try:
+            os.rmdir(name, dir_fd=fd)
+            return True
+        except OSError as err:
+            if err.errno in (errno.ENOENT, errno.ENOTEMPTY, errno.EEXIST):
+                return False
+            raise
+
+    def mkdir(self, path: str, *, exist_ok: bool = False) -> None:
+        fd, name = self.at(path)
+        try:
+            os.mkdir(name, dir_fd=fd)
+        except FileExistsError:
+            if not exist_ok or not self.is_dir(path):
+                raise
+
+    def makedirs(self, path: str) -> None:
+        comps = _split(self.root, path)
+        for i in range(1, len(comps) + 1):
+            self.mkdir(os.path.join(self.root, *comps[:i]), exist_ok=True)
+
+    def create_exclusive(self, path: str, gid: int | None = None, mode: int = 0o666) -> int:
+        """``O_CREAT|O_EXCL|O_NOFOLLOW`` (mode minus umask), with the directory's group."""
+        fd, name = self.at(path)
+        f = os.open(name, _CREATE_FLAGS, mode, dir_fd=fd)
+        try:
+            _fix_group(f, gid)
+        except BaseException:
+            os.close(f)
+            raise
+        return f
+
+    def write_new(self, path: str, data: bytes, gid: int | None = None, *, sync: bool = True) -> None:
+        """Create ``path`` exclusively, write, fsync; removed again on failure."""
+        f = self.create_exclusive(path, gid)
+        try:
+            write_all(f, data)
+            if sync:
+                os.fsync(f)
+        except BaseException:
+            os.close(f)
+            self.unlink(path)
+            raise
+        os.close(f)
+
+    def replace_file(self, path: str, data: bytes, tmp_name: str, *, mode: int | None = None) -> None:
+        """Write ``tmp_name`` beside ``path``, fsync, rename over ``path`` (a link there is
+        replaced, never written through)."""
+        check_name(tmp_name, "temp name")
+        directory = os.path.dirname(path)
+        tmp = os.path.join(directory, tmp_name)
+        f = self.create_exclusive(tmp, self.dir_gid(directory))
+        try:
+            if mode is not None:
+                os.fchmod(f, mode)
+            write_all(f, data)
+            os.fsync(f)
+        except BaseException:
+            os.close(f)
+            self.unlink(tmp)
+            raise
+        os.close(f)
+        try:
+            self.rename(tmp, path)
+        except BaseException:
+            self.unlink(tmp)
+            raise
+
+    def rmtree(self, path: str) -> None:
+        """Remove a directory tree below the root; links inside are removed, never followed."""
+        for name, kind in self.entries(path):
+            child = os.path.join(path, name)
+            if kind == "dir":
+                self.rmtree(child)
+            else:
+                self.unlink(child)
+        self.rmdir(path)
+
+
+def _rel(root: str, path: str) -> str:
+    return os.path.relpath(path, root) if os.path.isabs(path) else path
+
+
+def _fix_group(fd: int, gid: int | None) -> None:
+    if gid is None:
+        return
+    if os.fstat(fd).st_gid != gid:
+        try:
+            os.fchown(fd, -1, gid)
+        except OSError:  # not a member of that group: keep ours, the mode still honours umask
+            pass
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _read_fd(fd: int, what: str, limit: int | None, max_size: int | None) -> bytes:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePathError(f"{what}: not a regular file")
+    if max_size is not None and st.st_size > max_size:
+        raise QConsoleError(f"{what}: {st.st_size} bytes, more than the {max_size} this file may have")
+    want = st.st_size if limit is None else min(limit, st.st_size)
+    chunks = []
+    got = 0
+    while got < want:
+        chunk = os.read(fd, min(1 << 20, want - got))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+# --------------------------------------------------------------------------- files named by the operator
+
+
+def read_regular(path: str, *, limit: int | None = None, max_size: int | None = None, follow: bool = False,
+                 what: str | None = None) -> bytes:
+    """A regular file's bytes, opened ``O_NONBLOCK`` (``O_NOFOLLOW`` unless ``follow``)."""
+    flags = _READ_FLAGS if not follow else (_READ_FLAGS & ~_NOFOLLOW)
+    label = what or path
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UnsafePathError(f"{label}: a symlink; not followed") from None
+        raise
+    try:
+        return _read_fd(fd, label, limit, max_size)
+    finally:
+        os.close(fd)
+
+
+def append_line(path: str, line: bytes, *, follow: bool = False, make_dirs: bool = False) -> None:
+    """Append one line with a single ``O_APPEND`` write to a regular file (created 0666 - umask).
+
+    Opened ``O_NONBLOCK`` (a FIFO there fails at once instead of blocking) and, unless
+    ``follow``, ``O_NOFOLLOW``. ``make_dirs``: create the directory (the operator's own state
+    directory, never a store)."""
+    if make_dirs:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NONBLOCK | _CLOEXEC | (0 if follow else _NOFOLLOW)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "a symlink; not followed", path) from None
+        if err.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "a FIFO with no reader; not a log file", path) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        write_all(fd, line)
+    finally:
+        os.close(fd)
+
+
+def append_line_confined(root: str, path: str, line: bytes) -> None:
+    """:func:`append_line` for a log inside the root: no directory on the way may be a link."""
+    with Confined(root) as c:
+        directory = os.path.dirname(path)
+        c.makedirs(directory)
+        fd_dir, name = c.at(path)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NONBLOCK | _CLOEXEC | _NOFOLLOW
+        try:
+            fd = os.open(name, flags, 0o666, dir_fd=fd_dir)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise OSError(errno.ELOOP, "a symlink; not followed", path) from None
+            if err.errno == errno.ENXIO:
+                raise OSError(errno.ENXIO, "a FIFO with no reader; not a log file", path) from None
+            raise
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            write_all(fd, line)
+        finally:
+            os.close(fd)
+
+
+def under(root: str, path: str) -> bool:
+    """True when ``path`` is the root or below it (lexically)."""
+    root = os.path.abspath(root).rstrip("/") + "/"
+    return os.path.abspath(path).startswith(root)
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+def load_yaml(data: bytes, what: str) -> Any:
+    """Safe YAML with limits: at most MAX_YAML_ALIASES aliases, MAX_YAML_DEPTH levels of
+    nesting and MAX_YAML_INT_DIGITS digits per integer; SettingsError (one line) otherwise."""
+    import yaml
+
+    if len(data) > MAX_YAML_BYTES:
+        raise SettingsError(f"{what}: {len(data)} bytes; a settings file may have at most {MAX_YAML_BYTES}")
+    loader = None
+    try:
+        loader = _limited_loader()(data)  # the reader checks the bytes here already
+        return loader.get_single_data()
+    except _YamlLimit as err:
+        raise SettingsError(f"{what}: {err}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = str(getattr(err, "problem", None) or err).replace("\n", " ")
+        raise SettingsError(f"{what}: not valid YAML{where}: {problem}") from None
+    except (RecursionError, ValueError, OverflowError, MemoryError) as err:
+        raise SettingsError(f"{what}: not valid YAML: {err.__class__.__name__}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+class _YamlLimit(Exception):
+    pass
+
+
+_LOADER: Any = None
+
+
+def _limited_loader() -> Any:
+    global _LOADER
+    if _LOADER is not None:
+        return _LOADER
+    import yaml
+
+    class LimitedLoader(yaml.SafeLoader):
+        """SafeLoader that refuses alias bombs, deep nesting and huge integers."""
+
+        def __init__(self, stream: Any) -> None:
+            super().__init__(stream)
+            self._aliases = 0
+            self._depth = 0
+            self._weights: dict[int, int] = {}
+            self._keep: list[Any] = []
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                self._aliases += 1
+                if self._aliases > MAX_YAML_ALIASES:
+                    raise _YamlLimit(f"more than {MAX_YAML_ALIASES} YAML aliases (refused: alias expansion)")
+            self._depth += 1
+            if self._depth > MAX_YAML_DEPTH:
+                raise _YamlLimit(f"nested deeper than {MAX_YAML_DEPTH} levels (refused)")
+            try:
+                node = super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+            # a few aliases can still double a node at every level: count the expanded size
+            weights = self._weights
+            w = weights.get(id(node))
+            if w is None:
+                if isinstance(node, yaml.SequenceNode):
+                    w = 1 + sum(weights.get(id(n), 1) for n in node.value)
+                elif isinstance(node, yaml.MappingNode):
+                    w = 1 + sum(weights.get(id(k), 1) + weights.get(id(v), 1) for k, v in node.value)
+                else:
+                    w = 1
+                weights[id(node)] = w
+                self._keep.append(node)  # ids stay unique while the loader lives
+            if w > MAX_YAML_NODES:
+                raise _YamlLimit(f"more than {MAX_YAML_NODES} values with aliases expanded (refused: alias expansion)")
+            return node
+
+        def construct_yaml_int(self, node: Any) -> Any:
+            digits = sum(ch.isdigit() for ch in str(node.value))
+            if digits > MAX_YAML_INT_DIGITS:
+                raise _YamlLimit(f"an integer of {digits} digits (refused)")
+            return super().construct_yaml_int(node)
+
+    LimitedLoader.add_constructor("tag:yaml.org,2002:int", LimitedLoader.construct_yaml_int)
+    _LOADER = LimitedLoader
+    return _LOADER
+
+
+def make_root_dir(path: str) -> None:
+    """Create a new root directory (``create --layout`` on a path that does not exist yet)."""
+    os.makedirs(path)
