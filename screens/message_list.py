@@ -85,6 +85,12 @@ def shown_state(msg: Message, now: float) -> str:
     return msg.state
 
 
+def position_text(n: int) -> str:
+    """A delivery position in POS_W characters (a million messages: ``1000k``)."""
+    text = str(n)
+    return text if len(text) <= POS_W else f"{n // 1000}k"
+
+
 def short_size(n: int | None) -> str:
     """Sizes in at most 5 characters: 512B, 1.2K, 34K, 5.1M."""
     if n is None:
@@ -320,7 +326,7 @@ class MessageList(ScrollView, can_focus=True):
         state = shown_state(msg, now)
         marked = msg.id in self.marked
         mark = "●" if marked else " "
-        pos = str(index + 1) if msg.state == READY else "-"
+        pos = position_text(index + 1) if msg.state == READY else "-"
         age = humanize.duration(now - msg.created_at) if msg.created_at is not None else "-"
         left, level = countdown(msg, now)
         ident = safe_name(msg.id)

@@ -523,7 +523,8 @@ class QueueScreen(Screen[None]):
         if self.qapp.refuse_if_read_only("purge"):
             return
         q = self.queue
-        c = (self.scan or self.counts).counts if (self.scan or self.counts) else {}
+        shown = self.scan or self.counts
+        c = shown.counts if shown is not None else {}
         n = c.get(READY, 0) + c.get(INFLIGHT, 0) + c.get(EXPIRED, 0)
         where = ("They go to the trash (u undoes)." if self.qroot.can(TRASH) else "They are gone for good.")
 
