@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -15,7 +14,7 @@ import pytest
 pytest.importorskip("textual")
 
 from qconsole.demo import FIXED_NOW, build_fixture  # noqa: E402
-from tui_helpers import Clock, make_app, open_queue, screen_ansi, screen_text, settle, sgr_of  # noqa: E402
+from tui_helpers import make_app, open_queue, screen_ansi, screen_text, settle, sgr_of  # noqa: E402
 
 
 @pytest.fixture
