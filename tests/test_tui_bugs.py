@@ -169,6 +169,44 @@ async def test_peek_right_after_a_move_peeks_the_highlighted_message(roots: tupl
         assert lst.messages[2].id in screen_text(app)
 
 
+async def test_peek_right_after_a_move_action_peeks_what_is_highlighted_not_the_moved_message(
+        roots: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    _, vroot = roots
+    app = make_app([vroot])
+    backend = app.roots[0]
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "orders")
+        from qconsole.screens.message_list import MessageList
+
+        lst = screen.query_one(MessageList)
+        moved, after = lst.messages[0], lst.messages[1]
+        gate = threading.Event()
+        real = backend.scan_queue
+
+        def slow_listing(name: str, now: Any = None, **kw: Any) -> Any:
+            if kw.get("collect") and threading.current_thread() is not threading.main_thread() and name == "orders" \
+                    and not gate.is_set() and app.screen is screen and moved.id not in os.listdir(os.path.join(vroot, "orders")):
+                gate.wait(5)  # the rescan after the move has not landed yet
+            return real(name, now, **kw)
+
+        monkeypatch.setattr(backend, "scan_queue", slow_listing)
+        await pilot.press("m")
+        await pilot.pause(0.3)
+        await pilot.press("down", "enter")  # to the second queue offered
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if not os.path.exists(os.path.join(vroot, "orders", moved.id)) and lst.current() is not None \
+                    and lst.current().id != moved.id:
+                break
+        await pilot.press("v")
+        await pilot.pause(0.3)
+        gate.set()
+        await settle(pilot)
+        assert app.screen.msg.id == after.id  # what the list showed under the cursor
+
+
 # -- 5. scan errors get a readable place ----------------------------------------------------
 
 async def test_scan_error_is_readable_and_not_in_the_backlog_column(roots: tuple[str, str],

@@ -109,6 +109,8 @@ CASES: dict[str, tuple[Steps, dict[str, Any]]] = {
     "settings_ddmq": (to_queue("emails", "s"), {}),
     "publish_ddmq": (to_queue("reports", "p"), {}),
     "publish_vsqs": (to_queue("orders", "p"), {}),
+    "publish_invalid": (to_queue("reports", "p", "tab", "x"), {}),
+    "peek_save_dialog": (to_queue("orders", "v", "s"), {}),
     "confirm_delete": (to_queue("orders", "space", "space", "d"), {}),
     "confirm_purge_typed": (to_queue("reports", "P"), {}),
     "confirm_requeue_in_flight": (to_queue("orders", "end", "up", "r"), {}),
