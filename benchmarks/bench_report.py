@@ -1,15 +1,20 @@
-"""`qconsole report` on Spark against a single-process pure-Python pass, on a 100k-message root.
+"""`qconsole report` on Spark against a single-process pure-Python pass over the same root.
 
-    .venv/bin/python benchmarks/bench_report.py [--messages 100000] [--master local[*]] [--keep DIR]
+    .venv/bin/python benchmarks/bench_report.py [--messages 100000] [--keep DIR] [--masters local[2],local[1]]
 
-Builds a ddmq root (4 queues, one holding 70% of the messages) by writing the files the way
-ddmq names and fills them (the real client fsyncs nothing but re-reads its settings per
-publish, minutes for 100k), then times:
-  * Spark start-up (session creation: JVM, gateway) -- a fixed cost, printed apart;
-  * the Spark job: inventory (mapPartitions) + Parquet write, then the summaries;
-  * the pure-Python pass: the same scanner and the same summary in this one process,
-    once cold-ish (first read of the files after building them) and once warm.
-Prints both and the ratio. The Spark job and the Python pass must agree on every count.
+Builds a ddmq root (benchmarks/report_root.py: 4 queues, one holding 70 % of the messages)
+unless DIR/root exists, then times, each in its own process so memory figures are its own:
+
+* the pure-Python pass: the same listing and reading functions (inventory.list_chunks /
+  read_chunk) and the same summary (summary.queue_stats_columns) in ONE process, twice
+  (first and warm);
+* for each master: Spark session start, then ``run_report`` exactly as ``qconsole report``
+  runs it, timed by its stage lines: the inventory job (list + read + Parquet, one job) and
+  the summaries (one aggregation query), with the driver's peak RSS (Python) and the JVM's
+  peak RSS (in local mode the JVM is driver and executors at once).
+
+Prints the load average (other jobs share the machine) before and after, every step, and the
+ratios against the warm Python pass. Spark's summaries must equal the Python pass's.
 """
 
 from __future__ import annotations
@@ -17,59 +22,141 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
+import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
 
 from qconsole.report import inventory, summary  # noqa: E402
 from qconsole.backends import open_target as Root  # noqa: E402
 
 
-def build_root(root: str, n: int) -> None:
-    os.makedirs(root)
-    open(os.path.join(root, "ddmq.yaml"), "w").close()
-    shares = {"big": 0.70, "orders": 0.15, "mail": 0.10, "audit": 0.05}
-    rnd = random.Random(7)
-    base = time.time() - 3 * 86400
-    for q, share in shares.items():
-        qdir = os.path.join(root, q)
-        os.makedirs(os.path.join(qdir, "work"))
-        open(os.path.join(qdir, "ddmq.yaml"), "w").close()
-        for i in range(int(n * share)):
-            created = base + i * 0.5
-            qn = f"{created:.6f}".replace(".", "")
-            uid = uuid.UUID(int=rnd.getrandbits(128)).hex
-            rc = rnd.choice((0, 0, 0, 0, 1, 2, 3, 5))
-            body = "payload-%d" % rnd.randrange(n // 2)  # some duplicates
-            doc = {"message": body, "priority": 999, "queue_number": qn, "id": uid, "queue": q,
-                   "timeout": None, "requeue": False, "requeue_counter": rc, "requeue_limit": None}
-            if i % 50 == 0:  # consumed: in work/ with a deadline
-                name = f"work/{int(time.time()) + 600}.999.{qn}.ddmq{uid}"
-            else:
-                name = f"999.{qn}.ddmq{uid}"
-            doc["filename"] = name.rpartition("/")[2]
-            with open(os.path.join(qdir, name), "w") as fh:
-                json.dump(doc, fh)
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def python_pass(root: Root, names: list[str], now: float) -> tuple[float, list[dict]]:
+def _jvm_peak_mb(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def child_python(root_dir: str, now: float, out: str) -> None:
+    root = Root(root_dir)
+    names, _errors = root.queue_names()
+    redelivery = inventory.redelivery_field(root.layout)
+    times = []
+    for _ in range(2):
+        t = time.perf_counter()
+        chunks = inventory.scan_root_columns(root.layout, root.path, names, now)
+        stats = summary.queue_stats_columns(chunks, [(q, root.layout, redelivery) for q in names], now,
+                                            summary.DEFAULT_POISON_THRESHOLD)
+        times.append(time.perf_counter() - t)
+    with open(out, "w") as fh:
+        json.dump({"first": times[0], "warm": times[1], "rss_mb": _peak_rss_mb(), "stats": stats}, fh)
+
+
+class _Clock:
+    """run_report's progress, timestamped: when each stage line was printed."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.start = time.perf_counter()
+        self.at: dict[str, float] = {}
+        self._fn = None
+        threading.Thread(target=self._poll, daemon=True).start()
+
+    def _poll(self) -> None:
+        while True:  # as JobProgress does: the detail prints the listing line when it is done
+            fn = self._fn
+            if fn is not None:
+                fn()
+            time.sleep(0.1)
+
+    def phase(self, text: str) -> None:
+        return None
+
+    def detail(self, fn) -> None:  # noqa: ANN001
+        self._fn = fn
+
+    def line(self, text: str) -> None:
+        self.at[text.split(":", 1)[0]] = time.perf_counter() - self.start
+
+
+def child_spark(root_dir: str, now: float, master: str, out: str, work: str) -> None:
+    """The report exactly as `qconsole report` runs it (run_report), timed per stage."""
+    from qconsole.report import spark_job
+
+    root = Root(root_dir)
+    names, errors = root.queue_names()
     t = time.perf_counter()
-    rows = inventory.scan_root_rows(root.path, root.layout, names, now)
-    stats = summary.queue_stats(rows, [(q, root.layout) for q in names], now, summary.DEFAULT_POISON_THRESHOLD)
-    return time.perf_counter() - t, stats
+    spark, _created = spark_job.start_session(master)
+    session = time.perf_counter() - t
+    sc = spark.sparkContext
+    jvm_pid = int(spark._jvm.ProcessHandle.current().pid())
+    report_dir = os.path.join(work, "out-" + master.replace("[", "").replace("]", "").replace("*", "all"))
+    clock = _Clock()
+    doc = spark_job.run_report(spark, root=root.path, layout=root.layout, queues=names, root_errors=errors,
+                               out_dir=report_dir, now=now, progress=clock)
+    files = [f for f in os.listdir(os.path.join(report_dir, "messages")) if f.endswith(".parquet")]
+    result = {
+        "master": sc.master, "parallelism": sc.defaultParallelism, "version": spark.version,
+        "session": session, "listing": clock.at["listing"], "inventory": clock.at["reading"],
+        "summaries": clock.at["summarising"] - clock.at["reading"],
+        "files": len(files), "rows": doc["totals"]["total"] + doc["totals"]["foreign"],
+        "driver_rss_mb": _peak_rss_mb(), "jvm_peak_mb": _jvm_peak_mb(jvm_pid), "stats": doc["queues"],
+    }
+    spark.stop()
+    shutil.rmtree(report_dir, ignore_errors=True)
+    with open(out, "w") as fh:
+        json.dump(result, fh)
+
+
+def _load() -> str:
+    with open("/proc/loadavg") as fh:
+        return " ".join(fh.read().split()[:3])
+
+
+def _child(args: list[str]) -> dict:
+    fd, out = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        subprocess.run([sys.executable, os.path.abspath(__file__), *args, "--out", out], check=True)
+        with open(out) as fh:
+            return json.load(fh)
+    finally:
+        os.unlink(out)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--messages", type=int, default=100_000)
-    ap.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[*]"))
-    ap.add_argument("--keep", help="build the root here and keep it")
+    ap.add_argument("--masters", default="local[2]", help="comma-separated; e.g. local[2],local[1] for the scaling")
+    ap.add_argument("--keep", help="build the root in DIR/root (or reuse it) and keep it")
+    ap.add_argument("--child", choices=("python", "spark"), help=argparse.SUPPRESS)
+    ap.add_argument("--root", help=argparse.SUPPRESS)
+    ap.add_argument("--now", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--master", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child == "python":
+        return child_python(args.root, args.now, args.out)
+    if args.child == "spark":
+        return child_spark(args.root, args.now, args.master, args.out, os.path.dirname(args.root))
+
+    from report_root import build_root
 
     work = args.keep or tempfile.mkdtemp(prefix="qconsole-bench-")
     root_dir = os.path.join(work, "root")
@@ -77,56 +164,34 @@ def main() -> None:
         t = time.perf_counter()
         build_root(root_dir, args.messages)
         print(f"built {args.messages} messages in {time.perf_counter() - t:.1f}s: {root_dir}")
-    root = Root(root_dir)
-    names, errors = root.queue_names()
     now = time.time()
+    common = ["--root", root_dir, "--now", repr(now)]
+    load_before = _load()
+    py = _child(["--child", "python", *common])
+    runs = [_child(["--child", "spark", *common, "--master", m]) for m in args.masters.split(",")]
+    load_after = _load()
 
-    py_cold, py_stats = python_pass(root, names, now)
-    py_warm, _ = python_pass(root, names, now)
-
-    from qconsole.report import spark_job
-
-    t = time.perf_counter()
-    spark, _created = spark_job.start_session(args.master)
-    startup = time.perf_counter() - t
-    sc = spark.sparkContext
-    out = os.path.join(work, "out")
-    # a tiny job first: JVM classes and Python workers warm up once, as in a long report
-    sc.parallelize([1], 1).count()
-
-    t = time.perf_counter()
-    frame = spark_job.inventory_frame(spark, root.path, root.layout, names, now)
-    frame.write.mode("overwrite").parquet(spark_job.file_uri(os.path.join(out, "messages")))
-    job = time.perf_counter() - t
-    t = time.perf_counter()
-    msgs = spark.read.parquet(spark_job.file_uri(os.path.join(out, "messages")))
-    sp_stats = spark_job.queue_summaries(spark, msgs, [(q, root.layout) for q in names], now,
-                                         summary.DEFAULT_POISON_THRESHOLD)
-    summaries = time.perf_counter() - t
-    t = time.perf_counter()
-    doc = spark_job.run_report(spark, root=root.path, layout=root.layout, queues=names,
-                               root_errors=errors, out_dir=out, now=now)
-    full = time.perf_counter() - t
-    master, cores = sc.master, sc.defaultParallelism
-    spark.stop()
-
-    assert [s["counts"] for s in sp_stats] == [s["counts"] for s in py_stats], "Spark and Python disagree"
-    assert sp_stats == py_stats, "Spark and Python summaries differ"
-    assert doc["totals"]["total"] == sum(s["counts"]["total"] for s in py_stats)
-
-    spark_total = job + summaries
-    print(f"root: {args.messages} messages in {len(names)} queues ({os.cpu_count()} CPUs on this machine)")
-    print(f"spark {spark.version} on {master} (default parallelism {cores})")
-    print(f"  session start-up (fixed cost):      {startup:7.2f}s")
-    print(f"  inventory job (mapPartitions+Parquet): {job:7.2f}s")
-    print(f"  summaries (3 aggregations):         {summaries:7.2f}s")
-    print(f"  job + summaries:                    {spark_total:7.2f}s")
-    print(f"  whole run_report (again, warm):     {full:7.2f}s")
-    print("pure Python, one process (same scanner, same summary):")
-    print(f"  first pass:                         {py_cold:7.2f}s")
-    print(f"  warm pass:                          {py_warm:7.2f}s")
-    print(f"ratio spark job+summaries / python warm: {spark_total / py_warm:5.2f}x")
-    print(f"ratio incl. start-up / python warm:      {(spark_total + startup) / py_warm:5.2f}x")
+    total = sum(s["counts"]["total"] for s in py["stats"])
+    print(f"root: {total} messages in {len(py['stats'])} queues; {os.cpu_count()} CPUs; load average {load_before} before, {load_after} after")
+    print(f"pure Python, one process: first {py['first']:.2f}s, warm {py['warm']:.2f}s, peak RSS {py['rss_mb']:.0f} MB")
+    warm = py["warm"]
+    for r in runs:
+        assert r["stats"] == py["stats"], f"Spark ({r['master']}) and Python summaries differ"
+        job = r["inventory"] + r["summaries"]
+        print(f"spark {r['version']} {r['master']} (parallelism {r['parallelism']}):")
+        print(f"  session start           {r['session']:7.2f}s")
+        print(f"  inventory (1 job)       {r['inventory']:7.2f}s  {r['rows']} rows in {r['files']} Parquet files"
+              f" (listing done at {r['listing']:.2f}s)")
+        print(f"  summaries (1 query)     {r['summaries']:7.2f}s")
+        print(f"  inventory + summaries   {job:7.2f}s  = {job / warm:.2f}x python warm")
+        print(f"  whole, session included {job + r['session']:7.2f}s  = {(job + r['session']) / warm:.2f}x python warm")
+        jvm = f"{r['jvm_peak_mb']:.0f} MB" if r["jvm_peak_mb"] else "?"
+        print(f"  peak RSS: driver (Python) {r['driver_rss_mb']:.0f} MB, JVM {jvm}")
+    if len(runs) == 2:
+        a, b = runs
+        ja, jb = a["inventory"] + a["summaries"], b["inventory"] + b["summaries"]
+        print(f"scaling {b['master']} -> {a['master']}: {jb / ja:.2f}x (inventory + summaries), "
+              f"{(jb + b['session']) / (ja + a['session']):.2f}x with the session")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -1,6 +1,6 @@
 """The console script: ``qconsole ...`` and ``python -m qconsole ...``.
 
-The monitoring path (``stats`` in JSON/Prometheus form) is answered without importing typer;
+The one-shot monitoring commands (``stats``, ``check``, ``ls``) are answered without importing typer;
 everything else goes to the typer CLI in :mod:`qconsole.cli`.
 """
 
@@ -11,10 +11,10 @@ import sys
 
 def main() -> None:
     argv = sys.argv[1:]
-    if argv[:1] == ["stats"]:
-        from .fastpath import fast_stats
+    if argv[:1] in (["stats"], ["check"], ["ls"]):
+        from .fastpath import FAST
 
-        code = fast_stats(argv[1:])
+        code = FAST[argv[0]](argv[1:])
         if code is not None:
             sys.exit(code)
     from .cli import main as cli_main

@@ -1,18 +1,18 @@
-"""``qconsole stats`` (JSON, Prometheus text or the table) without importing typer.
+"""``qconsole stats``, ``check`` and ``ls`` without importing typer.
 
 Monitoring agents run this every few seconds and operators type it all day. typer (and the
 pydantic import behind it) costs more start-up than scanning a 200k-message root (~170 ms),
-so the console script answers the one-shot forms here and hands anything else (--watch,
+so the console script answers the one-shot forms here (``check`` is what Nagios runs every
+minute on every host) and hands anything else (--watch,
 --help, an option this parser does not know or a value it doubts) to the typer CLI, which
 defines the behaviour. Tests check that both paths give the same output, errors and exit codes.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from .errors import QConsoleError, error_line
+from .errors import ExitCode, QConsoleError, error_line
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -22,63 +22,118 @@ MACHINE_FORMATS = ("json", "prometheus")
 FORMATS = (*MACHINE_FORMATS, "table")
 
 
-def render_machine(scan: Any, fmt: str, *, pretty: bool) -> str:
-    """A RootScan as the stats JSON document or Prometheus text."""
+def render_machine(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> str:
+    """A RootScan as the stats JSON document (schema ``qconsole.stats/<schema>``) or Prometheus text."""
     if fmt == "json":
+        from .output.jsontext import dumps
         from .output.stats_json import stats_document
 
-        return json.dumps(stats_document(scan), indent=2 if pretty else None, ensure_ascii=True) + "\n"
+        return dumps(stats_document(scan, schema), pretty=pretty) + "\n"
     from .output import prometheus
 
     return prometheus.render(scan)
 
 
-def _parse(argv: list[str]) -> dict[str, Any] | None:
-    """The options of ``stats`` this path takes, or None to let typer handle the call."""
-    opts: dict[str, Any] = {"root": None, "root_opt": None, "json": False, "fmt": None,
-                            "layout": "auto", "queues": [], "check_types": False,
-                            "jobs": None}
+#: option kinds: "flag" (no value), "str", "list" (repeatable), "count" (int >= 0), "posint" (int >= 1),
+#: "seconds" (plain decimal >= 0), "format". A value this parser doubts sends the call to typer.
+_COMMON = {"--root": ("root_opt", "str"), "-r": ("root_opt", "str"), "--layout": ("layout", "str"),
+           "--audit-log": ("audit_log", "str"), "--read-only": ("read_only", "flag"),
+           # Redis TLS (see cli.app.take_connection_options): handed on through the environment
+           "--ca": ("ca", "str"), "--insecure": ("insecure", "flag")}
+_SCAN = {**_COMMON, "--queue": ("queues", "list"), "-q": ("queues", "list"), "--check-types": ("check_types", "flag"),
+         "--jobs": ("jobs", "posint"), "-j": ("jobs", "posint")}
+SPECS: dict[str, dict[str, tuple[str, str]]] = {
+    "stats": {**_SCAN, "--json": ("json", "flag"), "--format": ("fmt", "format"), "-f": ("fmt", "format"),
+              "--schema": ("schema", "schema")},
+    "check": {**_SCAN, **{f"--{w}-{m}": (f"{w}_{m}", "seconds" if m == "age" else "count")
+                          for w in ("warn", "crit") for m in ("ready", "age", "expired")}},
+    "ls": {**_COMMON, "--state": ("state", "str"), "-s": ("state", "str"), "--limit": ("limit", "posint"),
+           "-n": ("limit", "posint"), "--json": ("json", "flag")},
+}
+#: positional arguments each command takes, in order
+POSITIONALS = {"stats": ("root",), "check": ("root",), "ls": ("queue",)}
+#: what click's BoolParamType takes from $QCONSOLE_READ_ONLY (typer parses it even where unused)
+_BOOL_WORDS = {"1", "true", "t", "yes", "y", "on", "0", "false", "f", "no", "n", "off"}
+
+
+def _value(kind: str, value: str) -> Any:
+    """The parsed value, or None when typer should judge it (and say what is wrong)."""
+    if kind in ("str", "list"):
+        return value
+    if kind == "format":
+        return value if value in FORMATS else None
+    if kind == "schema":
+        return int(value) if value in ("1", "2") else None
+    if kind in ("count", "posint"):
+        if not (value.isascii() and value.isdigit()) or (kind == "posint" and int(value) < 1):
+            return None
+        return int(value)
+    if kind == "seconds":
+        whole, dot, frac = value.partition(".")
+        ok = whole.isascii() and whole.isdigit() and (not dot or (frac.isascii() and frac.isdigit()))
+        return float(value) if ok else None
+    return None
+
+
+def parse_args(command: str, argv: list[str]) -> dict[str, Any] | None:
+    """The options of ``command`` this path takes, or None to let typer handle the call."""
+    spec = SPECS[command]
+    env_ro = os.environ.get("QCONSOLE_READ_ONLY")
+    if env_ro and env_ro.lower() not in _BOOL_WORDS:
+        return None  # typer refuses the variable; let it say so
+    opts: dict[str, Any] = {key: None for key, _kind in spec.values()}
+    opts.update(queues=[], layout="auto", json=False, check_types=False, read_only=False)
+    positionals = list(POSITIONALS[command])
+    opts.update(dict.fromkeys(positionals))
     it = iter(argv)
     for arg in it:
+        if not arg.startswith("-"):
+            if not positionals:
+                return None  # an extra argument: typer's error
+            opts[positionals.pop(0)] = arg
+            continue
         name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        if name in ("--format", "-f", "--queue", "-q", "--root", "-r", "--layout", "--audit-log", "--jobs", "-j"):
-            if not eq:
-                nxt = next(it, None)
-                if nxt is None:
-                    return None
-                value = nxt
-            if name in ("--format", "-f"):
-                if value not in FORMATS:
-                    return None
-                opts["fmt"] = value
-            elif name in ("--queue", "-q"):
-                opts["queues"].append(value)
-            elif name in ("--root", "-r"):
-                opts["root_opt"] = value
-            elif name == "--layout":
-                opts["layout"] = value
-            elif name in ("--jobs", "-j"):
-                if not (value.isascii() and value.isdigit() and int(value) >= 1):
-                    return None  # typer says what is wrong with it
-                opts["jobs"] = int(value)
-        elif arg == "--json":
-            opts["json"] = True
-        elif arg == "--check-types":
-            opts["check_types"] = True
-        elif arg == "--read-only":
-            pass
-        elif not arg.startswith("-") and opts["root"] is None:
-            opts["root"] = arg
-        else:
+        if name not in spec:
             return None
-    opts["fmt"] = "json" if opts["json"] else (opts["fmt"] or "table")
+        key, kind = spec[name]
+        if kind == "flag":
+            if eq:
+                return None
+            opts[key] = True
+            continue
+        if not eq:
+            nxt = next(it, None)
+            if nxt is None:
+                return None
+            value = nxt
+        parsed = _value(kind, value)
+        if parsed is None:
+            return None
+        if kind == "list":
+            opts[key].append(parsed)
+        else:
+            opts[key] = parsed
+    if "queue" in positionals:
+        return None  # QUEUE missing: typer's usage error
+    if command == "stats":
+        opts["fmt"] = "json" if opts["json"] else (opts["fmt"] or "table")
+        opts["schema"] = opts["schema"] or 2
+    if opts.get("insecure"):
+        os.environ["QCONSOLE_REDIS_INSECURE"] = "1"
+    if opts.get("ca"):
+        os.environ["QCONSOLE_REDIS_CA"] = opts["ca"]
     return opts
 
 
-def write_stats(scan: Any, fmt: str, *, pretty: bool) -> None:
+def _parse(argv: list[str]) -> dict[str, Any] | None:
+    """``stats``' options (kept for callers of the earlier name)."""
+    return parse_args("stats", argv)
+
+
+def write_stats(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> None:
     """A RootScan to stdout in one of FORMATS (the table through Rich, imported only for it)."""
     if fmt in MACHINE_FORMATS:
-        sys.stdout.write(render_machine(scan, fmt, pretty=pretty))
+        sys.stdout.write(render_machine(scan, fmt, pretty=pretty, schema=schema))
     else:
         from rich.console import Console
 
@@ -95,16 +150,87 @@ def fast_stats(argv: list[str]) -> int | None:
         return None
     from .backends import open_target, pick_root
 
-    try:
+    def body() -> None:
         handle = open_target(pick_root(opts["root"], opts["root_opt"]), opts["layout"])
-        scan = handle.scan(opts["queues"] or None, check_types=opts["check_types"], jobs=opts["jobs"])
-        write_stats(scan, opts["fmt"], pretty=True)
-    except BrokenPipeError:  # `qconsole stats | head` (an OSError: must come first)
+        try:
+            scan = handle.scan(opts["queues"] or None, check_types=opts["check_types"], jobs=opts["jobs"])
+        finally:
+            handle.close()  # a Redis connection; nothing for a directory
+        write_stats(scan, opts["fmt"], pretty=True, schema=opts["schema"])
+
+    return guarded_call(body)
+
+
+def check_line(root: str | None, layout: str, queues: list[str] | None, thresholds: dict[str, Any], *,
+               check_types: bool, jobs: int | None) -> tuple[int, str]:
+    """``qconsole check``: (exit code, the one status line). Any failure is UNKNOWN (3), never a traceback."""
+    from .backends import open_target
+    from .output.nagios import UNKNOWN, Thresholds, evaluate
+
+    try:
+        scan = open_target(root, layout).scan(queues or None, check_types=check_types, jobs=jobs)
+        return evaluate(scan, Thresholds(**thresholds))
+    except Exception as err:  # a monitoring plugin answers UNKNOWN (3), never a traceback
+        from .safetext import escape_controls
+
+        if isinstance(err, QConsoleError):
+            msg = str(err)
+        elif isinstance(err, OSError):
+            msg = f"{err.filename}: {err.strerror}" if err.filename else (err.strerror or str(err))
+        else:
+            msg = f"internal error: {err.__class__.__name__}: {err}"
+        return UNKNOWN, f"QCONSOLE UNKNOWN - {escape_controls(msg, keep_newlines=False)}"
+
+
+THRESHOLDS = tuple(f"{w}_{m}" for w in ("warn", "crit") for m in ("ready", "age", "expired"))
+
+
+def fast_check(argv: list[str]) -> int | None:
+    """Run ``check``; the exit code, or None when typer must handle the call."""
+    opts = parse_args("check", argv)
+    if opts is None:
+        return None
+    from .backends import pick_root
+
+    code, line = check_line(pick_root(opts["root"], opts["root_opt"]), opts["layout"], opts["queues"],
+                            {k: opts[k] for k in THRESHOLDS}, check_types=opts["check_types"], jobs=opts["jobs"])
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os._exit(code)
+    return code
+
+
+def fast_ls(argv: list[str]) -> int | None:
+    """Run ``ls``; the exit code, or None when typer must handle the call."""
+    opts = parse_args("ls", argv)
+    if opts is None:
+        return None
+    from .backends import pick_root
+    from .output.ls_view import write_ls
+
+    return guarded_call(lambda: write_ls(pick_root(None, opts["root_opt"]), opts["layout"], opts["queue"],
+                                         state=opts["state"], limit=opts["limit"], as_json=opts["json"]))
+
+
+def guarded_call(body: Any) -> int:
+    """``body()`` with operator errors as one line on stderr and an exit code, as the typer commands do."""
+    try:
+        body()
+    except BrokenPipeError:  # `qconsole ls q | head` (an OSError: must come first)
         os._exit(0)
     except (QConsoleError, OSError) as err:
         line, code = error_line(err)  # type: ignore[misc]
         return _fail(line, code)
+    except KeyboardInterrupt:
+        return ExitCode.INTERRUPTED
     return 0
+
+
+#: the commands answered without typer, by name
+FAST = {"stats": lambda argv: fast_stats(argv), "check": lambda argv: fast_check(argv),
+        "ls": lambda argv: fast_ls(argv)}
 
 
 def _fail(message: str, code: int = 2) -> int:

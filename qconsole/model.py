@@ -77,10 +77,12 @@ class QueueScan(_Record):
     ``id_unit`` (VSQS): the divisor of the id unit seen on disk (1e6 for µs, 1e3 for ms).
     ``messages``: ready ones in the order the real consumer takes them, then in flight by
     deadline, then expired, then writing; only filled when messages were asked for.
+    ``extras`` (RSMQ): the queue's own figures (totalsent, totalrecv, vt, delay, maxsize,
+    received more than once, next visibility) as plain JSON-able values.
     """
 
     __slots__ = ("name", "layout", "scanned_at", "counts", "oldest_ready_created", "next_deadline",
-                 "by_priority", "errors", "warnings", "id_unit", "messages")
+                 "by_priority", "errors", "warnings", "id_unit", "messages", "extras")
 
     def __init__(
         self,
@@ -95,6 +97,7 @@ class QueueScan(_Record):
         warnings: list[str] | None = None,
         id_unit: float | None = None,
         messages: list[Message] | None = None,
+        extras: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.layout = layout
@@ -107,6 +110,7 @@ class QueueScan(_Record):
         self.warnings: list[str] = [] if warnings is None else warnings
         self.id_unit = id_unit
         self.messages = messages
+        self.extras = extras
 
     @property
     def total(self) -> int:

@@ -54,20 +54,24 @@ def test_stats_json_is_the_documented_contract(ddmq_busy):
     res = run("stats", root, "--json")
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    assert doc["schema"] == "qconsole.stats/1"
+    assert doc["schema"] == "qconsole.stats/2"
     assert doc["root"] == os.path.abspath(root) and doc["layout"] == "ddmq"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", doc["generated_at"])
     (q,) = doc["queues"]
-    assert {k: q[k] for k in ("name", "ready", "inflight", "expired", "writing", "foreign", "total")} == {
-        "name": "jobs", "ready": 6, "inflight": 1, "expired": 1, "writing": 0, "foreign": 0, "total": 8}
+    assert {k: q[k] for k in ("name", "ready", "inflight", "expired", "delayed", "writing", "foreign", "total")} == {
+        "name": "jobs", "ready": 6, "inflight": 1, "expired": 1, "delayed": 0, "writing": 0, "foreign": 0, "total": 8}
     assert 0 <= q["oldest_ready_age_s"] < 60
     assert 590 < q["next_expiry_s"] <= 600
     assert q["by_priority"]["10"] == {"ready": 2, "inflight": 1, "expired": 0}
     assert q["by_priority"]["1"] == {"ready": 0, "inflight": 0, "expired": 1}
     assert any("mixed-width" in w for w in q["warnings"]) and q["errors"] == []
-    assert doc["totals"] == {"queues": 1, "ready": 6, "inflight": 1, "expired": 1, "writing": 0,
+    assert doc["totals"] == {"queues": 1, "ready": 6, "inflight": 1, "expired": 1, "delayed": 0, "writing": 0,
                              "foreign": 0, "total": 8}
     assert run("stats", root, "--format", "json").exit_code == 0
+    # --schema 1: the previous document for existing scripts (no `delayed`)
+    old = json.loads(run("stats", root, "--json", "--schema", "1").stdout)
+    assert old["schema"] == "qconsole.stats/1" and "delayed" not in old["totals"]
+    assert "delayed" not in old["queues"][0] and old["queues"][0]["total"] == 8
 
 
 def test_stats_json_vsqs_has_no_by_priority_and_total_excludes_foreign(vsqs_busy):
@@ -145,7 +149,7 @@ def test_watch_loop_with_the_installed_console_script(ddmq_busy):
     finally:
         proc.kill()
         proc.wait(5)
-    assert [d["schema"] for d in docs] == ["qconsole.stats/1"] * 2
+    assert [d["schema"] for d in docs] == ["qconsole.stats/2"] * 2
     assert docs[0]["generated_at"] < docs[1]["generated_at"]
     assert all(d["totals"]["total"] == 8 for d in docs)
 
@@ -167,10 +171,10 @@ def test_watch_table_redraws_in_place_on_a_terminal_and_ctrl_c_exits_0(tmp_path)
     os.close(follower)
     out = b""
 
-    def read_for(seconds: float) -> None:
+    def read_for(seconds: float, until: bytes | None = None) -> None:
         nonlocal out
         end = time.monotonic() + seconds
-        while time.monotonic() < end:
+        while time.monotonic() < end and not (until and until in out):
             import select
 
             if select.select([leader], [], [], 0.05)[0]:
@@ -180,9 +184,9 @@ def test_watch_table_redraws_in_place_on_a_terminal_and_ctrl_c_exits_0(tmp_path)
                     return
 
     try:
-        read_for(1.5)
+        read_for(30, until=b"queue  ready")  # a loaded machine can take a while to start it
         (tmp_path / "q" / "1700000000000001").touch()
-        read_for(1.0)
+        read_for(1.5)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(5) == 0
         read_for(0.2)

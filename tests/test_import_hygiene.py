@@ -8,7 +8,7 @@ import sys
 
 HEAVY = ("textual", "pyspark", "redis")
 #: what the typer-free stats path must not load either
-STATS_HEAVY = (*HEAVY, "typer", "click", "pydantic")
+STATS_HEAVY = (*HEAVY, "typer", "click", "pydantic", "rsmq")
 
 
 def _loaded_after(code: str, heavy: tuple[str, ...] = HEAVY) -> set[str]:
@@ -34,7 +34,7 @@ def test_stats_json_run_via_main(tmp_path):
         "buf = io.StringIO()\n"
         "with contextlib.redirect_stdout(buf):\n"
         "    try:\n        main()\n    except SystemExit as e:\n        assert not e.code, e.code\n"
-        "assert '\"qconsole.stats/' in buf.getvalue(), buf.getvalue()\n"
+        "assert '\"qconsole.stats/2\"' in buf.getvalue(), buf.getvalue()\n"
     )
     assert _loaded_after(code, STATS_HEAVY) == set()
 
@@ -55,3 +55,7 @@ def test_stats_json_run_as_module_script(tmp_path):
     env_path = os.path.dirname(sys.executable)
     code = code.replace("shutil.which('qconsole')", f"shutil.which('qconsole', path={env_path!r})")
     assert _loaded_after(code, STATS_HEAVY) == set()
+
+
+def test_the_stats_modules_import_no_client_library():
+    assert _loaded_after("import qconsole, qconsole.backends, qconsole.fastpath", STATS_HEAVY) == set()

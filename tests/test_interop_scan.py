@@ -50,7 +50,7 @@ def test_vsqs_counts_order_and_deadlines_match_the_real_client(vsqs_root):
     client_expired = {m for m, exp in client_held.items() if exp <= now_us}
     assert scan.counts == {
         READY: len(client_ready), INFLIGHT: len(client_held) - len(client_expired),
-        EXPIRED: len(client_expired), WRITING: 0, FOREIGN: 0,
+        EXPIRED: len(client_expired), "delayed": 0, WRITING: 0, FOREIGN: 0,
     }
     assert scan.counts[READY] == 5 and scan.counts[INFLIGHT] == 2 and scan.counts[EXPIRED] == 3
     assert client_expired == {*short, gone} and set(client_held) - client_expired == set(long_)
@@ -115,7 +115,7 @@ def test_ddmq_counts_order_priorities_and_deadlines_match_the_real_client(ddmq_r
     waiting, work = broker.get_message_list("jobs")
 
     scan = Root(root).scan_queue("jobs", collect=True)
-    assert scan.counts == {READY: 7, INFLIGHT: 3, EXPIRED: 2, WRITING: 0, FOREIGN: 0}
+    assert scan.counts == {READY: 7, INFLIGHT: 3, EXPIRED: 2, "delayed": 0, WRITING: 0, FOREIGN: 0}
     assert scan.counts[READY] == len(waiting)
     assert scan.counts[INFLIGHT] + scan.counts[EXPIRED] == len(work)
     # ddmq's text order took the three "10"s first, before 5 and 9

@@ -56,7 +56,7 @@ def test_states_counts_and_deadlines(tmp_path):
               f"1700000000.5.{QN}.ddmq{U[6]}"],  # deadline == now: ddmq cleans only when <
     )
     scan = ddmq.scan_queue(root, "q", NOW, collect=True)
-    assert scan.counts == {READY: 3, INFLIGHT: 3, EXPIRED: 1, WRITING: 1, FOREIGN: 1}
+    assert scan.counts == {READY: 3, INFLIGHT: 3, EXPIRED: 1, "delayed": 0, WRITING: 1, FOREIGN: 1}
     assert scan.next_deadline == 1700000000.0
     assert scan.oldest_ready_created == ddmq_created(QN)
     assert scan.by_priority == {

@@ -61,7 +61,7 @@ def test_states_in_microseconds(tmp_path):
         "README", "core.123",
     ])
     scan = vsqs.scan_queue(root, "q", NOW, collect=True)
-    assert scan.counts == {READY: 3, INFLIGHT: 2, EXPIRED: 2, WRITING: 2, FOREIGN: 2}
+    assert scan.counts == {READY: 3, INFLIGHT: 2, EXPIRED: 2, "delayed": 0, WRITING: 2, FOREIGN: 2}
     assert scan.total == 9  # foreign files are not messages
     assert scan.id_unit == 1e6
     assert scan.next_deadline == NOW + 2

@@ -214,7 +214,7 @@ class OpsMachine(RuleBasedStateMachine):
         assert [q.name for q in scan.queues] == list(QUEUES)
         for qs in scan.queues:
             want = {s: len(self.in_queue(qs.name, s)) for s in (READY, INFLIGHT, EXPIRED)}
-            want.update({WRITING: 0, FOREIGN: 0})
+            want.update({"delayed": 0, WRITING: 0, FOREIGN: 0})
             assert qs.counts == want, f"{qs.name}: scanned {qs.counts}, model {want}"
         batches = {b.batch: b.count for b in self.ops.trash_list()}
         assert batches == {b: len(ps) for b, _q, ps in self.batches}

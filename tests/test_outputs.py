@@ -38,12 +38,26 @@ def test_humanize():
 
 def test_stats_document_totals_exclude_foreign():
     doc = stats_document(_scan())
-    assert doc["schema"] == SCHEMA == "qconsole.stats/1"
+    assert doc["schema"] == SCHEMA == "qconsole.stats/2"
     q = doc["queues"][0]
     assert q["total"] == 9 and q["foreign"] == 3
     assert q["oldest_ready_age_s"] == 90.0 and q["next_expiry_s"] == 30.0
     assert doc["queues"][1]["oldest_ready_age_s"] is None and doc["queues"][1]["next_expiry_s"] is None
+    assert doc["totals"] == {"queues": 2, "ready": 5, "inflight": 2, "expired": 1, "delayed": 0, "writing": 1,
+                             "foreign": 3, "total": 9}
+    assert all(q["delayed"] == 0 for q in doc["queues"])
+
+
+def test_schema_1_is_the_previous_document():
+    """--schema 1: no `delayed` field anywhere, total as /1 computed it, no RSMQ figures."""
+    scan = _scan()
+    scan.queues[0].counts["delayed"] = 4  # as an RSMQ queue would have
+    doc = stats_document(scan, 1)
+    assert doc["schema"] == "qconsole.stats/1"
+    assert all("delayed" not in q and "rsmq" not in q for q in doc["queues"])
+    assert doc["queues"][0]["total"] == 9
     assert doc["totals"] == {"queues": 2, "ready": 5, "inflight": 2, "expired": 1, "writing": 1, "foreign": 3, "total": 9}
+    assert stats_document(scan, 2)["totals"]["total"] == 13
 
 
 def test_prometheus_escapes_labels():
@@ -77,7 +91,8 @@ def test_nagios_scan_errors_warn():
     [["--json"], ["--format", "prometheus"], ["-f", "json", "-q", "jobs"], ["--format=json", "--queue=jobs"],
      ["--json", "--format", "table"], ["--json", "--layout", "VSQS"], ["--json", "-q", "nope"],
      ["--json", "-q", "a/b"], ["--json", "--check-types"], ["--json", "--jobs", "1"], ["--json", "-j", "2"],
-     [], ["--format", "table"], ["-q", "jobs", "--check-types"], ["-q", "nope"]],
+     [], ["--format", "table"], ["-q", "jobs", "--check-types"], ["-q", "nope"],
+     ["--json", "--schema", "1"], ["--json", "--schema=2"], ["--schema", "1", "--format", "prometheus"]],
 )
 def test_fast_path_matches_typer(tmp_path, capsys, args):
     (tmp_path / "jobs").mkdir()
@@ -96,12 +111,14 @@ def test_fast_path_matches_typer(tmp_path, capsys, args):
     assert norm(fast.out) == norm(res.stdout)
     wants_json = "--json" in args or "json" in args or "--format=json" in args
     if code == 0 and wants_json:
-        json.loads(fast.out)
+        doc = json.loads(fast.out)
+        v1 = "--schema" in args and args[args.index("--schema") + 1] == "1"
+        assert doc["schema"] == ("qconsole.stats/1" if v1 else "qconsole.stats/2")
     elif code == 0 and "prometheus" not in args:  # the table
         assert "jobs" in fast.out and "ready" in fast.out
 
 
 @pytest.mark.parametrize("args", [["--watch", "1"], ["--help"], ["--bogus"], ["--queue"], ["--format", "html"],
-                                  ["--json", "--jobs=0"], ["--json", "--jobs", "x"]])
+                                  ["--json", "--jobs=0"], ["--json", "--jobs", "x"], ["--json", "--schema", "3"]])
 def test_fast_path_declines_what_it_does_not_handle(tmp_path, args):
     assert fast_stats([str(tmp_path), *args]) is None

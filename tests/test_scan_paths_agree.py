@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from qconsole.backends.ddmq import layout as ddmq
 from qconsole.backends.vsqs import layout as vsqs
+from qconsole.backends.fs import listing as fs_listing_mod
 from qconsole.backends.fs.listing import QC_TEMP_PREFIX
 
 NOW = 1_700_000_000.0
@@ -102,3 +103,50 @@ def test_ddmq_names_alone_equals_typed_listing_for_regular_files(waiting, work):
     for n in work:
         open(os.path.join(root, "q", "work", n), "w").close()
     _assert_paths_agree(ddmq, root, waiting)
+
+
+def _streamed_equals_exact(module, root: str, monkeypatch) -> None:
+    """The chunked, bounded-memory count of a huge queue gives what the exact path gives."""
+    import qconsole.backends.fs.listing as fs_listing
+
+    try:
+        exact = module.scan_queue(root, "q", NOW)
+        exact_typed = module.scan_queue(root, "q", NOW, check_types=True)
+        with monkeypatch.context() as m:
+            m.setattr(module, "STREAM_BYTES", 0)
+            m.setattr(fs_listing, "STREAM_CHUNK", 3)
+            streamed = module.scan_queue(root, "q", NOW)
+            streamed_typed = module.scan_queue(root, "q", NOW, check_types=True)
+    finally:
+        shutil.rmtree(root)
+    assert fs_listing.STREAM_BYTES > 0
+    assert _fields(streamed) == _fields(exact)
+    assert _fields(streamed_typed) == _fields(exact_typed)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(vsqs_name, max_size=30, unique=True))
+def test_vsqs_streamed_count_equals_exact(monkeypatch, names):
+    _streamed_equals_exact(vsqs, _on_disk(names, ddmq_layout=False), monkeypatch)
+
+
+def test_vsqs_streamed_count_handles_a_consume_during_the_listing(tmp_path, monkeypatch):
+    """Ready and held under one id (a consume in flight) counts once, on the streamed path itself."""
+    q = tmp_path / "q"
+    q.mkdir()
+    names = ["1700000000000001", "1700000000000002", "1700000000000001.1700000000000009", "1700000000000004.new",
+             "junk", f"{QC_TEMP_PREFIX}tmp-x", "1700000000000005.1600000000000000", "1700000000000006"]
+    for n in names:
+        (q / n).write_text("")
+    os.mkfifo(q / "1700000000000007")
+    exact = [vsqs.scan_queue(str(tmp_path), "q", NOW, check_types=t) for t in (False, True)]
+    used = []
+    real = vsqs._scan_streamed
+    monkeypatch.setattr(vsqs, "_scan_streamed", lambda *a: used.append(real(*a)) or used[-1])
+    monkeypatch.setattr(vsqs, "STREAM_BYTES", 0)
+    monkeypatch.setattr(fs_listing_mod, "STREAM_CHUNK", 2)
+    streamed = [vsqs.scan_queue(str(tmp_path), "q", NOW, check_types=t) for t in (False, True)]
+    assert used == [True, True]
+    assert [_fields(s) for s in streamed] == [_fields(s) for s in exact]
+    assert streamed[0].counts["ready"] == 3 and streamed[1].counts["ready"] == 2  # the FIFO: foreign when typed
+    assert streamed[0].counts["inflight"] == 1 and streamed[0].counts["expired"] == 1

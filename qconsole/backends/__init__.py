@@ -1,5 +1,5 @@
 """Layer 1: the stores. :func:`open_target` turns what the operator typed (a directory, or an
-RSMQ URL once that backend exists) into a :class:`~qconsole.backends.base.Backend`.
+RSMQ target: ``redis://``, ``rediss://``, ``unix://``) into a :class:`~qconsole.backends.base.Backend`.
 
 Only the backend that is needed gets imported (``qconsole stats`` on a VSQS root never
 imports ddmq's settings code, nor redis).
@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 #: every kind of store, for help texts and option lists (imported lazily by :func:`backend_class`)
-KINDS = ("vsqs", "ddmq")
+KINDS = ("vsqs", "ddmq", "rsmq")
+#: the kinds whose root is a directory
+FILE_KINDS = ("vsqs", "ddmq")
 LAYOUT_CHOICES = ("auto", *KINDS)
 
 
@@ -36,6 +38,10 @@ def backend_class(kind: str) -> type[Backend]:
         from .ddmq.backend import DdmqBackend
 
         return DdmqBackend
+    if kind == "rsmq":
+        from .rsmq.backend import RsmqBackend
+
+        return RsmqBackend
     raise KeyError(kind)
 
 
@@ -46,11 +52,28 @@ def all_publish_options() -> list[tuple[str, Any]]:
 
 def open_target(target: str | os.PathLike[str] | None, layout: str | None = "auto") -> Backend:
     """The backend for ``target``; RootError (one line) when it is missing or holds no known store."""
+    from ..errors import RootError
     from .fs.detect import resolve_layout
     from .fs.root import resolve_root
 
+    if is_redis_target(target):
+        if layout not in (None, "", "auto", "rsmq"):
+            raise RootError(f"a Redis target is an RSMQ namespace, not --layout {layout}")
+        from .rsmq.backend import RsmqBackend
+
+        return RsmqBackend.open(str(target))
+    if layout == "rsmq":
+        raise RootError("--layout rsmq needs a Redis target: redis://host[:port][/db][?ns=NAME], rediss://... or unix:///path")
     path = resolve_root(target)
     return backend_class(resolve_layout(path, layout))(path)
+
+
+def is_redis_target(target: object) -> bool:
+    """``redis://``, ``rediss://`` or ``unix://`` (no redis import: this only looks at the text)."""
+    if not isinstance(target, str):
+        return False
+    scheme, sep, _rest = target.partition("://")
+    return bool(sep) and scheme.lower() in ("redis", "rediss", "unix")
 
 
 def reopen(spec: dict[str, Any]) -> Backend:
@@ -58,4 +81,5 @@ def reopen(spec: dict[str, Any]) -> Backend:
     return open_target(spec["target"], spec.get("layout") or "auto")
 
 
-__all__ = ["Backend", "open_target", "pick_root", "reopen", "backend_class", "all_publish_options", "KINDS"]
+__all__ = ["Backend", "open_target", "pick_root", "reopen", "backend_class", "all_publish_options", "KINDS",
+           "FILE_KINDS", "is_redis_target"]

@@ -197,6 +197,10 @@ class Backend:
     def read_payload(self, msg: Message, cap: int | None) -> Payload:
         raise NotImplementedError
 
+    def message_sizes(self, queue: str, msgs: Sequence[Message]) -> dict[str, int | None]:
+        """relpath -> stored size in bytes (None when gone meanwhile), without reading payloads."""
+        return {m.relpath: None for m in msgs}
+
     # ------------------------------------------------------------------ settings
 
     def settings(self, queue: str | None) -> dict[str, Setting]:
@@ -262,6 +266,10 @@ class Backend:
     def create_queue(self, queue: str) -> None:
         raise Unsupported(f"{self.kind}: creating queues is not supported")
 
+    def delete_queue(self, queue: str) -> int:
+        """Remove a queue as its clients do (RSMQ: deleteQueue); stores without it: Unsupported."""
+        raise Unsupported(f"{self.title}: deleting queues is not supported (remove the directory yourself)")
+
     # ------------------------------------------------------------------ trash / recovery
 
     def trash_list(self) -> list[TrashBatch]:
@@ -281,6 +289,14 @@ class Backend:
         raise Unsupported(f"{self.kind}: nothing to recover (changes are single atomic steps)")
 
     # ------------------------------------------------------------------ report / demo
+
+    @classmethod
+    def demo(cls) -> Any:
+        """The backend's ``demo`` module for ``qconsole demo``: QUEUES, PLANS, make_root(path),
+        seed_fixture(root, now), publish_options(rng), take(root, queue, timeout) -> ack | None."""
+        import importlib
+
+        return importlib.import_module(f"{__package__}.{cls.kind}.demo")
 
     def reopen_spec(self) -> dict[str, Any]:
         """Plain, picklable data that :func:`qconsole.backends.reopen` turns back into this

@@ -9,7 +9,7 @@ import typer
 
 app = typer.Typer(
     name="qconsole",
-    help="Administration and monitoring console for file-based message queues (VSQS, ddmq).\n\n"
+    help="Administration and monitoring console for serverless message queues (VSQS, ddmq, RSMQ).\n\n"
     "`qconsole ROOT` opens the live console; the commands below script it.",
     no_args_is_help=False,
     # typer's --install-completion/--show-completion (rewrite_argv passes them through)
@@ -53,11 +53,34 @@ def rewrite_argv(argv: list[str]) -> list[str]:
     return [DEFAULT_COMMAND, *argv]
 
 
+def take_connection_options(argv: list[str]) -> list[str]:
+    """Remove ``--insecure`` and ``--ca PATH`` (Redis TLS options, accepted anywhere before a
+    ``--``) and hand them on as $QCONSOLE_REDIS_INSECURE / $QCONSOLE_REDIS_CA to the RSMQ backend."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out.extend(argv[i:])
+            break
+        if arg == "--insecure":
+            os.environ["QCONSOLE_REDIS_INSECURE"] = "1"
+        elif arg == "--ca" and i + 1 < len(argv):
+            os.environ["QCONSOLE_REDIS_CA"] = argv[i + 1]
+            i += 1
+        elif arg.startswith("--ca="):
+            os.environ["QCONSOLE_REDIS_CA"] = arg[5:]
+        else:
+            out.append(arg)
+        i += 1
+    return out
+
+
 def main() -> None:
     from . import register_all
 
     register_all()
-    args = rewrite_argv(sys.argv[1:])
+    args = rewrite_argv(take_connection_options(sys.argv[1:]))
     if args[:1] == ["--version"]:
         from .. import __version__
 

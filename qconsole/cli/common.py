@@ -16,7 +16,8 @@ from ..safetext import escape_controls
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-ROOT_HELP = "Queue root directory (or $QCONSOLE_ROOT)."
+ROOT_HELP = ("Queue root directory, or an RSMQ target: redis://[user@]host[:port][/db][?ns=NAME], "
+             "rediss://... (TLS; --ca PATH, --insecure), unix:///path/redis.sock (or $QCONSOLE_ROOT).")
 
 RootArg = Annotated[Optional[str], typer.Argument(help=ROOT_HELP, show_default=False)]
 RootOpt = Annotated[
@@ -24,7 +25,7 @@ RootOpt = Annotated[
     typer.Option("--root", "-r", envvar="QCONSOLE_ROOT", help=ROOT_HELP, show_default=False),
 ]
 LayoutOpt = Annotated[
-    str, typer.Option("--layout", help="Layout of the root: auto, vsqs or ddmq.", case_sensitive=False)
+    str, typer.Option("--layout", help="Layout of the root: auto, vsqs, ddmq (rsmq for a Redis target).", case_sensitive=False)
 ]
 ReadOnlyOpt = Annotated[
     bool,
@@ -32,7 +33,7 @@ ReadOnlyOpt = Annotated[
 ]
 AuditLogOpt = Annotated[
     Optional[str],
-    typer.Option("--audit-log", help="Append the audit log here instead of <root>/.qconsole/audit.log.",
+    typer.Option("--audit-log", help="Append the audit log here instead of <root>/.qconsole/audit.log (Redis targets: ~/.local/state/qconsole/audit.log).",
                  show_default=False),
 ]
 CheckTypesOpt = Annotated[
@@ -52,6 +53,8 @@ QueueArg = Annotated[str, typer.Argument(help="Queue name (a plain name: no '/' 
 
 def fail(message: str, code: int = ExitCode.ERROR) -> "typer.Exit":
     """Print one line on stderr and return the Exit to raise."""
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K")  # over a bulk change's progress line, if one is drawn
     sys.stderr.write(f"qconsole: {escape_controls(message, keep_newlines=False)}\n")
     sys.stderr.flush()
     return typer.Exit(code)

@@ -33,13 +33,16 @@ def _stdout_console() -> Any:
 
 
 def _dump(doc: Any, pretty: bool) -> str:
-    return json.dumps(doc, indent=2 if pretty else None, ensure_ascii=True)
+    from ..output.jsontext import dumps
+
+    return dumps(doc, pretty=pretty)
 
 
 def _stats_once(
-    handle: Backend, queue: list[str] | None, fmt: Format, *, pretty: bool, check_types: bool, jobs: int | None
+    handle: Backend, queue: list[str] | None, fmt: Format, *, pretty: bool, check_types: bool, jobs: int | None,
+    schema: int = 2,
 ) -> None:
-    write_stats(handle.scan(queue, check_types=check_types, jobs=jobs), fmt.value, pretty=pretty)
+    write_stats(handle.scan(queue, check_types=check_types, jobs=jobs), fmt.value, pretty=pretty, schema=schema)
 
 
 @app.command()
@@ -51,18 +54,19 @@ def stats(
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
     queue: Annotated[Optional[list[str]], typer.Option("--queue", "-q", help="Only this queue (repeatable).")] = None,
     watch: Annotated[Optional[float], typer.Option("--watch", "-w", min=0.1, help="Rescan every N seconds; with JSON one document per line.")] = None,
+    schema: Annotated[int, typer.Option("--schema", min=1, max=2, help="JSON document version: 2 (with `delayed` and the RSMQ figures) or 1 (as before, for existing scripts).")] = 2,
     check_types: CheckTypesOpt = False,
     jobs: JobsOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
 ) -> None:
-    """Counts by state for every queue: a table, JSON (schema qconsole.stats/1) or Prometheus text."""
+    """Counts by state for every queue: a table, JSON (schema qconsole.stats/2; --schema 1 for /1) or Prometheus text."""
     fmt = Format.json if json_ else fmt
     handle = open_target(pick_root(root, root_opt), layout)
 
     def once() -> None:
-        _stats_once(handle, queue, fmt, pretty=watch is None, check_types=check_types, jobs=jobs)
+        _stats_once(handle, queue, fmt, pretty=watch is None, check_types=check_types, jobs=jobs, schema=schema)
 
     if watch is None:
         once()
@@ -117,32 +121,13 @@ def check(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Nagios/Icinga plugin: one status line with perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
-    from ..output.nagios import UNKNOWN, Thresholds, evaluate
-    from ..safetext import escape_controls
+    from ..fastpath import check_line
 
-    try:
-        scan = open_target(pick_root(root, root_opt), layout).scan(queue, check_types=check_types, jobs=jobs)
-        code, line = evaluate(scan, Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired))
-    except Exception as err:  # a monitoring plugin answers UNKNOWN (3), never a traceback
-        if isinstance(err, QConsoleError):
-            msg = str(err)
-        elif isinstance(err, OSError):
-            msg = f"{err.filename}: {err.strerror}" if err.filename else (err.strerror or str(err))
-        else:
-            msg = f"internal error: {err.__class__.__name__}: {err}"
-        code, line = UNKNOWN, f"QCONSOLE UNKNOWN - {escape_controls(msg, keep_newlines=False)}"
+    thresholds = {"warn_ready": warn_ready, "crit_ready": crit_ready, "warn_age": warn_age, "crit_age": crit_age,
+                  "warn_expired": warn_expired, "crit_expired": crit_expired}
+    code, line = check_line(pick_root(root, root_opt), layout, queue, thresholds, check_types=check_types, jobs=jobs)
     sys.stdout.write(line + "\n")
     raise typer.Exit(code)
-
-
-def _sizes(queue_dir: str, relpaths: list[str]) -> dict[str, int | None]:
-    out: dict[str, int | None] = {}
-    for rel in relpaths:
-        try:
-            out[rel] = os.lstat(os.path.join(queue_dir, rel)).st_size
-        except OSError:
-            out[rel] = None  # consumed or moved since the listing
-    return out
 
 
 @app.command("ls")
@@ -163,73 +148,10 @@ def ls_(
     """Messages of a queue: ready ones in the order the real consumer takes them, then in-flight by deadline.
 
     --grep, --since and --older-than find messages the way the console's `/` search does."""
-    from ..output.stats_json import iso_utc
+    from ..output.ls_view import write_ls
 
-    if state is not None and state not in STATES:
-        raise fail(f"unknown state {state!r}: use one of {', '.join(STATES)}")
-    handle = open_target(pick_root(None, root_opt), layout)
-    scan = handle.scan_queue(queue, collect=True)
-    msgs = [m for m in scan.messages or () if state is None or m.state == state]
-    if since is not None or older_than is not None:
-        from ..ops.operations import parse_duration
-        from ..search import age_filter
-
-        try:
-            keep = age_filter(scan.scanned_at, None if since is None else parse_duration(since),
-                              None if older_than is None else parse_duration(older_than))
-        except QConsoleError as err:
-            raise fail(str(err)) from None
-        msgs = [m for m in msgs if keep(m)]
-    if grep is not None:
-        from ..search import message_matches
-
-        needle = grep.lower()
-        found: list = []
-        for m in msgs:  # stops reading once --limit messages matched
-            if message_matches(handle, m, needle):
-                found.append(m)
-                if limit and len(found) >= limit:
-                    break
-        msgs = found
-    shown = msgs[:limit] if limit else msgs
-    sizes = _sizes(handle.queue_path(queue), [m.relpath for m in shown])
-    now = scan.scanned_at
-    if json_:
-        doc = {
-            "schema": "qconsole.ls/1",
-            "root": handle.path,
-            "queue": queue,
-            "layout": handle.kind,
-            "generated_at": iso_utc(now),
-            "count": len(msgs),
-            "shown": len(shown),
-            "messages": [
-                {
-                    "position": i + 1 if m.state == "ready" else None,
-                    "id": m.id,
-                    "state": m.state,
-                    "file": m.relpath,
-                    "priority": m.priority,
-                    "created_at": None if m.created_at is None else iso_utc(m.created_at),
-                    "deadline": None if m.deadline is None else iso_utc(m.deadline),
-                    "expires_in_s": None if m.deadline is None else round(m.deadline - now, 3),
-                    "size_bytes": sizes.get(m.relpath),
-                }
-                for i, m in enumerate(shown)
-            ],
-            "warnings": scan.warnings,
-            "errors": scan.errors,
-        }
-        sys.stdout.write(_dump(doc, pretty=True) + "\n")
-        return
-    from ..output.tables import messages_table
-
-    console = _stdout_console()
-    console.print(messages_table(queue, shown, now, sizes))
-    if len(shown) < len(msgs):
-        console.print(f"{len(shown)} of {len(msgs)} shown (--limit)")
-    for w in scan.warnings:
-        console.print(f"[yellow]warning[/] {w}")
+    write_ls(pick_root(None, root_opt), layout, queue, state=state, limit=limit, as_json=json_,
+             grep=grep, since=since, older_than=older_than)
 
 
 def _find(scan: Any, ident: str) -> Any:

@@ -21,13 +21,50 @@ NoTrashOpt = Annotated[bool, typer.Option("--no-trash", help="Really unlink (no 
 IdsArg = Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...", help="Message ids (or file names).", show_default=False)]
 
 
+class Progress:
+    """``requeue: 12,000/100,000 (12%)`` on stderr, redrawn in place, for bulk changes on a terminal.
+
+    Drawn only after ``delay`` seconds (a quick change shows nothing) and at most every
+    ``every`` seconds; :meth:`close` erases the line before the summary is printed.
+    """
+
+    def __init__(self, action: str, stream: Any, *, delay: float = 0.3, every: float = 0.1) -> None:
+        import time
+
+        self.action, self.stream, self.delay, self.every = action, stream, delay, every
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        if now - self.started < self.delay or now - self.last < self.every or total < 1:
+            return
+        self.last = now
+        self.stream.write(f"\r{self.action}: {done:,}/{total:,} ({done * 100 // total}%)\x1b[K")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
 def _ops(root_opt: str | None, layout: str, read_only: bool, audit_log: str | None, *, refuse: str | None = None) -> Any:
-    """An Operations handle; read-only refuses here, before the root is even scanned."""
+    """An Operations handle; read-only refuses here, before the root is even scanned.
+
+    On a terminal (stderr), bulk changes draw a progress line (see :class:`Progress`)."""
     from ..ops import Operations, ReadOnlyError
 
     if read_only and refuse:
         raise ReadOnlyError(f"read-only mode: {refuse} refused (drop --read-only / unset QCONSOLE_READ_ONLY)")
-    return Operations(open_target(pick_root(None, root_opt), layout), read_only=read_only, audit_log=audit_log)
+    ops = Operations(open_target(pick_root(None, root_opt), layout), read_only=read_only, audit_log=audit_log)
+    if refuse and hasattr(ops.root, "progress") and sys.stderr.isatty():
+        ops.root.progress = Progress(refuse, sys.stderr)
+    return ops
 
 
 def _say(line: str) -> None:
@@ -35,6 +72,9 @@ def _say(line: str) -> None:
 
 
 def _report(ops: Any, result: Any, verbose_skips: bool = True) -> None:
+    progress = getattr(ops.root, "progress", None)
+    if progress is not None:
+        progress.close()
     _say(result.summary())
     if verbose_skips:
         for mid, reason in result.skipped[:50]:
@@ -259,6 +299,24 @@ def config(
     width = max(len(k) for k in keys)
     for k in keys:
         _say(f"{k:<{width}}  {eff[k].value!s:<12} ({eff[k].source})")
+
+
+@app.command("delete-queue")
+@guarded
+def delete_queue(
+    queue: QueueArg,
+    force: Annotated[bool, typer.Option("--force", help="Also when it still holds messages (they are gone for good).")] = False,
+    yes: YesOpt = False,
+    root_opt: RootOpt = None,
+    layout: LayoutOpt = "auto",
+    read_only: ReadOnlyOpt = False,
+    audit_log: AuditLogOpt = None,
+) -> None:
+    """Remove a queue as its clients do (RSMQ: deleteQueue). A queue holding messages needs --force."""
+    ops = _ops(root_opt, layout, read_only, audit_log, refuse="delete-queue")
+    ops.root.scan_queue(queue)  # unknown queue: say so before asking
+    _confirm(f"Delete queue {safe_name(queue)}" + (" and every message in it" if force else "") + "?", yes)
+    _report(ops, ops.delete_queue(queue, force=force))
 
 
 @app.command()

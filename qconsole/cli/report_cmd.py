@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..backends import open_target
+from ..errors import QConsoleError
 from .app import app
 from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootArg, RootOpt, guarded, pick_root
 
@@ -43,8 +44,6 @@ def report(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Analyse a whole root on Spark: per-message inventory (Parquet), per-queue summary (JSON + terminal)."""
-    from rich.console import Console
-
     from ..report import render
 
     handle = open_target(pick_root(root, root_opt), layout)
@@ -56,10 +55,31 @@ def report(
 
     from ..report import spark_job  # imports PySpark: only here, on the run path
 
+    spark_job.check_master(master)
+
+    try:
+        _run(handle, names, root_errors, out, master, history_files, poison_threshold, verbose, spark_job, render)
+    except QConsoleError:
+        raise
+    except Exception as err:
+        # Spark's failures (bad master URL, unreachable cluster, a node without pyarrow) come as
+        # Java stack traces: one line, and --verbose for the whole story
+        if verbose or not type(err).__module__.startswith(("pyspark", "py4j")):
+            raise
+        first = next((ln.strip() for ln in str(err).splitlines() if ln.strip()), type(err).__name__)
+        raise QConsoleError(f"Spark failed: {first[:300]} (run with --verbose for Spark's log)") from None
+
+
+def _run(handle: Any, names: list[str], root_errors: list[str], out: str, master: str, history_files: list[str],
+         poison_threshold: int, verbose: bool, spark_job: Any, render: Any) -> None:
+    from rich.console import Console
+
     console = _progress_console()
     with render.JobProgress(console) as progress:
         progress.phase(f"starting Spark ({master})")
+        started = time.monotonic()
         spark, created = spark_job.start_session(master, verbose=verbose)
+        progress.line(f"session: Spark {spark.version} on {spark.sparkContext.master} · {time.monotonic() - started:.1f}s")
         try:
             progress.watch(spark.sparkContext)
             if not spark_job.is_local(spark.sparkContext.master):
@@ -67,7 +87,7 @@ def report(
             doc = spark_job.run_report(
                 spark, root=handle.path, layout=handle.kind, queues=names, root_errors=root_errors,
                 out_dir=os.path.abspath(out), now=time.time(), threshold=poison_threshold,
-                history_files=history_files, progress=progress.phase,
+                history_files=history_files, progress=progress,
             )
         finally:
             if created:

@@ -12,17 +12,17 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ..backends.base import SETTINGS, Backend, Unsupported, find_message
+from ..backends.base import DELETE_QUEUE, SETTINGS, Backend, Unsupported, find_message
 from ..errors import MessageNotFoundError, QConsoleError, SettingsError
 from ..model import Message, QueueScan
-from ..states import EXPIRED, INFLIGHT, READY
+from ..states import DELAYED, EXPIRED, INFLIGHT, READY
 from . import audit
 from .result import ALREADY_READY, NOT_HELD, OperationError, OpResult, ReadOnlyError, TrashBatch
 
 #: seconds save_settings waits before reading a saved setting back (see the ddmq backend)
 SETTLE_S = 0.2
 
-PURGEABLE = (READY, INFLIGHT, EXPIRED)
+PURGEABLE = (READY, INFLIGHT, EXPIRED, DELAYED)
 
 
 class Operations:
@@ -242,6 +242,23 @@ class Operations:
 
         return self._run("create", queue, body, layout=self.root.kind, made_root=made_root)
 
+    def delete_queue(self, queue: str, *, force: bool = False) -> OpResult:
+        """Remove a queue as its clients do; one that still holds messages only with ``force``
+        (its messages are then gone for good: a trash batch could not be restored into it)."""
+        self._guard("delete-queue")
+        if not self.root.can(DELETE_QUEUE):
+            raise Unsupported(f"{self.root.title}: deleting queues is not supported")
+        scan = self.root.scan_queue(queue)
+        if scan.total and not force:
+            raise OperationError(f"{queue!r} still holds {scan.total} message(s): purge it first "
+                                 "(undoable), or --force to delete them with the queue")
+
+        def body() -> OpResult:
+            self.root.delete_queue(queue)
+            return OpResult("delete-queue", queue, done=[queue])
+
+        return self._run("delete-queue", queue, body, messages=scan.total, force=force)
+
     # ------------------------------------------------------------------ trash
 
     def trash_list(self) -> list[TrashBatch]:
@@ -285,10 +302,10 @@ def create_queue_in(target: str | None, layout: str, queue: str, *, audit_log: s
                     source: str = "cli") -> tuple[Operations, OpResult]:
     """Create ``queue``; with an explicit ``layout`` a target that does not exist yet is made
     too (as the clients' own constructors do), after the queue name was checked."""
-    from ..backends import KINDS, backend_class, open_target
+    from ..backends import KINDS, backend_class, is_redis_target, open_target
 
     made_root = False
-    if target and layout in KINDS:
+    if target and layout in KINDS and not is_redis_target(target):  # a Redis namespace is no directory
         cls = backend_class(layout)
         cls.check_new_queue_name(queue)  # nothing is made for a name that will be refused
         made_root = cls.make_target(target)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..model import RootScan
 from ..safetext import safe_name
-from ..states import EXPIRED, READY
+from ..states import DELAYED, EXPIRED, READY
 
 OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
 NAMES = {OK: "OK", WARNING: "WARNING", CRITICAL: "CRITICAL", UNKNOWN: "UNKNOWN"}
@@ -61,10 +61,19 @@ def evaluate(scan: RootScan, t: Thresholds) -> tuple[int, str]:
                 problems.append(f"{safe_name(q.name)} {what}={_fmt(value)}{unit} ({NAMES[lvl]})")
                 status = max(status, lvl)
             perf.append(f"{_perf_label(q.name)}_{what}={_fmt(value)}{unit};{_fmt(warn)};{_fmt(crit)};0;")
+        if q.extras is not None:  # RSMQ: delayed messages and the queue's own counters
+            perf.append(f"{_perf_label(q.name)}_delayed={q.counts[DELAYED]};;;0;")
+            for key in ("totalsent", "totalrecv"):
+                if q.extras.get(key) is not None:
+                    perf.append(f"{_perf_label(q.name)}_{key}={q.extras[key]}c;;;0;")
+            if q.extras.get("received_more_than_once") is not None:
+                perf.append(f"{_perf_label(q.name)}_redelivered={q.extras['received_more_than_once']};;;0;")
         if q.errors:
             problems.append(f"{safe_name(q.name)}: {len(q.errors)} scan error(s)")
             status = max(status, WARNING)
     totals = scan.totals()
     summary = f"{len(scan.queues)} queues, {totals[READY]} ready, {totals['inflight']} inflight, {totals[EXPIRED]} expired"
+    if any(q.extras is not None for q in scan.queues):
+        summary += f", {totals[DELAYED]} delayed"
     text = summary if not problems else "; ".join(problems) + f" - {summary}"
     return status, f"QCONSOLE {NAMES[status]} - {text} | " + " ".join(perf)

@@ -26,6 +26,11 @@ def metadata(msg: Message, payload: Payload, now: float) -> list[tuple[str, str]
     if msg.deadline is not None:
         left = msg.deadline - now
         rows.append(("deadline", f"{humanize.clock(msg.deadline)} ({'in ' + humanize.duration(left) if left > 0 else humanize.duration(-left) + ' ago'})"))
+    if getattr(msg, "rc", None) is not None:  # RSMQ: receive count and first receive (epoch ms)
+        rows.append(("received", f"{msg.rc} time(s)"))
+        fr = getattr(msg, "fr", None)
+        if fr:
+            rows.append(("first received", humanize.clock(fr / 1000.0)))
     rows.append(("size", humanize.size(payload.size)))
     rows.append(("kind", payload.kind))
     for key in ("requeue_counter", "requeue_limit", "requeue", "timeout", "queue_number"):
@@ -80,6 +85,10 @@ def peek_document(root: "Backend", msg: Message, payload: Payload) -> dict[str, 
         "fields": payload.fields,
         "error": payload.error,
     }
+    if getattr(msg, "rc", None) is not None:  # RSMQ
+        fr = getattr(msg, "fr", None)
+        doc["receive_count"] = msg.rc
+        doc["first_received_at"] = iso_utc(fr / 1000.0) if fr else None
     if payload.kind == BINARY:
         doc["payload_base64"] = base64.b64encode(payload.body).decode()
     elif payload.kind == JSON and payload.parsed is not None:

@@ -40,6 +40,25 @@ def render(scan: RootScan) -> str:
         nxt = q.next_expiry_in(now)
         if nxt is not None:
             lines.append(f'qconsole_next_expiry_seconds{{root="{root}",queue="{_label(q.name)}"}} {nxt:.3f}')
+    rsmq = [q for q in scan.queues if q.extras]
+    # RSMQ's own figures: counters of the queue's hash, its settings, and redeliveries
+    for metric, key, kind, text in (
+        ("qconsole_rsmq_sent_total", "totalsent", "counter", "Messages ever sent to the queue (rsmq's totalsent)."),
+        ("qconsole_rsmq_received_total", "totalrecv", "counter", "Receives ever made (rsmq's totalrecv)."),
+        ("qconsole_rsmq_received_more_than_once", "received_more_than_once", "gauge",
+         "Messages in the queue received more than once (absent when counted by HLEN)."),
+        ("qconsole_rsmq_vt_seconds", "vt", "gauge", "The queue's visibility timeout."),
+        ("qconsole_rsmq_delay_seconds", "delay", "gauge", "The queue's delay for new messages."),
+        ("qconsole_rsmq_maxsize_bytes", "maxsize", "gauge", "The queue's largest message (-1: no limit)."),
+        ("qconsole_rsmq_next_visible_seconds", "next_visible_s", "gauge",
+         "Seconds until the next hidden (in-flight or delayed) message becomes visible."),
+    ):
+        values = [(q, q.extras.get(key)) for q in rsmq if q.extras.get(key) is not None]
+        if not values:
+            continue
+        lines += [f"# HELP {metric} {text}", f"# TYPE {metric} {kind}"]
+        for q, v in values:
+            lines.append(f'{metric}{{root="{root}",queue="{_label(q.name)}"}} {v}')
     lines += [
         "# HELP qconsole_scan_errors Problems a scan found in a queue (unreadable, misnamed files).",
         "# TYPE qconsole_scan_errors gauge",

@@ -10,13 +10,16 @@ from typing import TYPE_CHECKING
 
 from ..model import Message, RootScan
 from ..safetext import safe_text
-from ..states import EXPIRED, INFLIGHT, READY, STATES
+from ..states import DELAYED, EXPIRED, FOREIGN, INFLIGHT, READY, STATES, WRITING
 from . import humanize
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-STATE_STYLES = {READY: "green", INFLIGHT: "cyan", EXPIRED: "red", "writing": "yellow", "foreign": "magenta"}
+STATE_STYLES = {READY: "green", INFLIGHT: "cyan", EXPIRED: "red", DELAYED: "blue", "writing": "yellow",
+                "foreign": "magenta"}
+
+
 def short_id(msg: Message) -> str:
     """The id as the ls table shows it: cut to the prefix its backend says is unique enough
     (ddmq's 32 random hex digits; peek takes a unique prefix)."""
@@ -39,6 +42,21 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
+def table_states(scan: RootScan) -> tuple[str, ...]:
+    """The state columns that apply: a store that is no directory (RSMQ) has no writing/foreign
+    files, one without the delayed state (the file layouts) no delayed column (a column appears
+    anyway when something is counted in it)."""
+    from ..backends import FILE_KINDS, backend_class
+    from ..backends.base import DELAYED as CAN_DELAY
+
+    absent = set()
+    if scan.layout not in FILE_KINDS:
+        absent |= {WRITING, FOREIGN}
+    if CAN_DELAY not in backend_class(scan.layout).capabilities:
+        absent.add(DELAYED)
+    return tuple(s for s in STATES if s not in absent or any(q.counts.get(s) for q in scan.queues))
+
+
 def stats_table(scan: RootScan) -> "RenderableType":
     from rich.console import Group
     from rich.text import Text
@@ -47,7 +65,8 @@ def stats_table(scan: RootScan) -> "RenderableType":
     table = _table(title=safe_text(f"{scan.root}  ({scan.layout})"), show_footer=False)
     table.add_column("queue", overflow="ellipsis", min_width=5)  # wrapable: the one that shrinks
     # numbers and headers are never cut; a long queue name is (with an ellipsis) instead
-    for s in STATES:
+    states = table_states(scan)
+    for s in states:
         table.add_column(s, justify="right", style=STATE_STYLES.get(s, ""), no_wrap=True, min_width=len(s))
     table.add_column("total", justify="right", no_wrap=True, min_width=5)
     table.add_column("oldest", justify="right", no_wrap=True, min_width=6)
@@ -57,7 +76,7 @@ def stats_table(scan: RootScan) -> "RenderableType":
         name.no_wrap, name.overflow = True, "ellipsis"  # one line per queue, however narrow
         table.add_row(
             name,
-            *[str(q.counts[s]) for s in STATES],
+            *[str(q.counts[s]) for s in states],
             str(q.total),
             humanize.duration(q.oldest_ready_age(now)),
             humanize.duration(q.next_expiry_in(now)),
@@ -65,7 +84,7 @@ def stats_table(scan: RootScan) -> "RenderableType":
     totals = scan.totals()
     if len(scan.queues) > 1:
         table.add_section()
-        table.add_row(Text("total", style="bold"), *[str(totals[s]) for s in STATES], str(totals["total"]), "", "")
+        table.add_row(Text("total", style="bold"), *[str(totals[s]) for s in states], str(totals["total"]), "", "")
     notes: list[Text] = []
     for q in scan.queues:
         for w in q.warnings:

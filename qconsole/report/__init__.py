@@ -1,5 +1,7 @@
 """``qconsole report``: the Spark pipeline (layer 5).
 
-``inventory`` and ``summary`` and ``history`` are plain Python (the executors import
-``inventory``); only ``spark_job`` imports PySpark, and only when the command runs.
+``inventory`` (store-neutral chunks -> Arrow -> Parquet), ``file_chunks`` (the file layouts'
+chunk lister and reader), ``summary`` and ``history`` are plain Python (the executors import
+the first two; pyarrow only inside functions); only ``spark_job`` imports PySpark, and only
+when the command runs.
 """

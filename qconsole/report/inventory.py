@@ -1,41 +1,33 @@
-"""The per-queue inventory scanner: plain Python, run inside Spark tasks (or alone).
+"""The report's inventory, store-neutral: chunk descriptors in, Arrow record batches out.
 
-One row per file of a queue: every message the core's scanner finds (names parsed by
-``qconsole.layouts``, content read with ``qconsole.payload.read_file_bytes``), plus one row per
-qconsole temp file (``writing``) and per foreign file, so that counts by state over the rows
-equal ``Root.scan()``'s counts. Nothing here raises for a bad file: it becomes a row with an
-``error``. No PySpark import: the Spark job ships these functions to its executors.
+The executors do two things per store, and only these two need to know the store:
+
+* ``list_chunks(store, location, queue, now, size)`` lists one queue once and yields **chunk
+  descriptors**: plain picklable dicts ``{"store", "location", "queue", "now", "seq",
+  "files", "items"}`` where ``items`` is whatever that store's reader needs (file names for
+  the file layouts; a Redis backend would put rank ranges there);
+* ``read_chunk(chunk)`` turns one descriptor into the inventory columns (COLUMNS order,
+  times as integer µs).
+
+:data:`STORE_MODULES` names the module providing both for each store (the file layouts:
+:mod:`.file_chunks`). Everything else here -- Arrow schema, batches, the Spark task
+functions, the pure-Python pass -- works for any store. No PySpark or pyarrow import at
+module level: tests and the Python pass use it without them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import importlib
 import os
 import zlib
-from collections.abc import Iterable, Iterator
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timedelta, timezone
 from typing import Any
-
-from ..errors import QConsoleError
-from ..backends.ddmq import layout as ddmq
-from ..backends.fs import listing as common
-from ..backends.fs.atomic import read_file_bytes
-from ..backends.fs.detect import module_for
-from ..backends.vsqs import layout as vsqs
-from ..model import Message
-from ..payload import BINARY, classify
-from ..states import DDMQ, FOREIGN, WRITING
-
-#: Files larger than this are listed but not read (no hash, no ddmq fields).
-MAX_READ = 64 * 1024 * 1024
-#: Longest integer Parquet's int64 holds; longer digit strings become null.
-_INT64_MAX = 2**63 - 1
 
 #: Inventory columns in order, with a type word the Spark job maps to a Spark type.
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("queue", "string"),
-    ("layout", "string"),
+    ("layout", "string"),  # the store: vsqs | ddmq
     ("state", "string"),  # one of STATES; null for a queue that could not be listed
     ("id", "string"),
     ("file", "string"),  # path relative to the queue directory
@@ -51,146 +43,162 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _t in COLUMNS)
 
-
-def _ts(epoch: float | None) -> datetime | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, tz=timezone.utc)
-
-
-def _int_or_none(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value if -_INT64_MAX <= value <= _INT64_MAX else None
-
-
-#: messages per chunk: the unit the Spark job spreads across partitions
+#: messages per chunk: the unit spread across the read tasks
 CHUNK = 2000
+#: rows buffered per Parquet row group by the executors' writer
+ROW_GROUP = 64 * 1024
+
+#: store -> module with ``list_chunks``, ``read_chunk``, ``REDELIVERY_FIELD``, ``RECORDS_SENDER``.
+#: A new store (RSMQ) adds its module here; nothing else in the report changes.
+STORE_MODULES: dict[str, str] = {"vsqs": "qconsole.report.file_chunks", "ddmq": "qconsole.report.file_chunks"}
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-def message_row(queue_dir: str, msg: Message) -> tuple:
-    """The inventory row of one message: reads its file once; errors become the error column."""
-    size = file_bytes = requeue = kind = digest = error = None
+def store_module(store: str) -> Any:
+    """The module that lists and reads ``store`` (imported on first use, on the executor)."""
     try:
-        data, file_bytes = read_file_bytes(os.path.join(queue_dir, msg.relpath), MAX_READ)
-    except QConsoleError as err:
-        error = str(err)
-        data = None
-    if data is not None and file_bytes is not None and file_bytes > MAX_READ:
-        error = f"{file_bytes} bytes: larger than {MAX_READ} bytes, not read"
-        data = None
-    if data is not None:
-        body: bytes | None = data
-        if msg.layout == DDMQ:
-            body = None
-            try:
-                doc = json.loads(data)
-            except (ValueError, RecursionError):
-                doc = None
-            if isinstance(doc, dict) and "message" in doc:
-                message = doc["message"]
-                if isinstance(message, str):
-                    body = message.encode("utf-8", errors="surrogatepass")
-                else:  # a producer published a non-string: hash its JSON form
-                    body = json.dumps(message).encode()
-                requeue = _int_or_none(doc.get("requeue_counter"))
-            else:
-                error = "not a complete ddmq JSON message (half-written or corrupt)"
-        if body is not None:
-            size = len(body)
-            kind = classify(body)
-            digest = hashlib.sha256(body).hexdigest()
-            if kind == BINARY:
-                error = "binary payload"
-    return (
-        msg.queue, msg.layout, msg.state, msg.id, msg.relpath, _int_or_none(msg.priority),
-        _ts(msg.created_at), _ts(msg.deadline), size, file_bytes, requeue, kind, digest, error,
-    )
+        return importlib.import_module(STORE_MODULES[store])
+    except KeyError:
+        raise ValueError(f"no report reader for store {store!r}") from None
 
 
-def _other_row(queue: str, layout: str, state: str | None, relpath: str, error: str | None) -> tuple:
-    return (queue, layout, state, None, relpath, None, None, None, None, None, None, None, None, error)
+def list_chunks(store: str, location: str, queue: str, now: float, size: int = CHUNK) -> Iterator[dict[str, Any]]:
+    """The chunk descriptors of one queue (listed once, by the store's own lister)."""
+    return store_module(store).list_chunks(store, location, queue, now, size)
 
 
-def _leftover_rows(root: str, layout: str, queue: str, known: set[str]) -> Iterator[tuple]:
-    """Rows for the files the core's scanner counts but does not list: qconsole temp files
-    (``writing``) and foreign files. A name that parses but is not among the messages is the
-    second name of one message seen mid-rename, which the scanner counts once: skipped here too."""
-    qdir = os.path.join(root, queue)
-    if layout == DDMQ:
-        listings = [("", ddmq.parse_waiting), (ddmq.WORK + "/", ddmq.parse_work)]
-    else:
-        listings = [("", vsqs.parse_name)]
-    for prefix, parse in listings:
-        try:
-            entries = list(common.list_entries(os.path.join(qdir, prefix)))
-        except OSError:
-            continue  # the scanner reported it already
-        for name, regular in entries:
-            rel = prefix + name
-            if rel in known or (layout == DDMQ and not prefix and name in ddmq._QUEUE_FILES):
-                continue
-            if name.startswith(common.QC_TEMP_PREFIX):
-                yield _other_row(queue, layout, WRITING, rel, None)
-            elif parse(name) is not None and regular:
-                continue
-            else:
-                why = "not a regular file" if parse(name) is not None else f"not a {layout} message name"
-                yield _other_row(queue, layout, FOREIGN, rel, f"foreign file: {why}")
+def read_chunk(chunk: dict[str, Any]) -> list[list[Any]]:
+    """The inventory columns of one chunk descriptor (reads the store)."""
+    return store_module(chunk["store"]).read_chunk(chunk)
 
 
-def queue_chunks(root: str, layout: str, queue: str, now: float, chunk: int = CHUNK) -> Iterator[tuple]:
-    """List one queue once with the core's scanner and cut it into chunks to read.
-
-    Yields ``("read", root, layout, queue, [message fields...])`` chunks of at most ``chunk``
-    messages (so a dominant queue is read by many tasks) and one ``("rows", [rows])`` for the
-    files that are not messages (temp, foreign) or a queue that could not be listed.
-    """
-    module = module_for(layout)
-    scan = module.scan_queue(root, queue, now, collect=True)
-    messages = scan.messages or []
-    for start in range(0, len(messages), chunk):
-        part = messages[start : start + chunk]
-        fields = [(m.id, m.state, m.relpath, m.priority, m.created_at, m.deadline) for m in part]
-        yield ("read", root, layout, queue, fields)
-    if scan.errors and scan.errors[0].startswith("cannot read") and not messages:
-        # the queue directory itself could not be listed: one row says so
-        yield ("rows", [_other_row(queue, layout, None, ".", scan.errors[0])])
-        return
-    others = list(_leftover_rows(root, layout, queue, {m.relpath for m in messages}))
-    if others:
-        yield ("rows", others)
+def redelivery_field(store: str) -> str | None:
+    """The inventory column that counts redeliveries in this store, or None if it records none."""
+    return store_module(store).REDELIVERY_FIELD.get(store)
 
 
-def chunk_rows(chunk: tuple) -> Iterator[tuple]:
-    """The inventory rows of one chunk from :func:`queue_chunks` (reads the message files)."""
-    if chunk[0] == "rows":
-        yield from chunk[1]
-        return
-    _kind, root, layout, queue, fields = chunk
-    qdir = os.path.join(root, queue)
-    for mid, state, relpath, priority, created, deadline in fields:
-        msg = Message(queue, layout, mid, state, relpath, priority, None, created, deadline)
-        yield message_row(qdir, msg)
+def records_sender(store: str) -> bool:
+    return bool(store_module(store).RECORDS_SENDER.get(store))
 
 
-def keyed_chunks(queues: Iterable[tuple[str, str, str, float]], partitions: int) -> Iterator[tuple[int, tuple]]:
-    """flatMap side of the job: ``(partition, chunk)`` for every chunk of the given queues,
-    a queue's chunks dealt round-robin from a stable per-queue offset."""
-    for root, layout, queue, now in queues:
+# -- Arrow --------------------------------------------------------------------------------
+
+
+def arrow_schema() -> Any:
+    import pyarrow as pa
+
+    kinds = {"string": pa.string(), "long": pa.int64(), "timestamp": pa.timestamp("us", tz="UTC")}
+    return pa.schema([pa.field(n, kinds[t]) for n, t in COLUMNS])
+
+
+def record_batch(columns: Sequence[Sequence[Any]], schema: Any = None) -> Any:
+    """One Arrow record batch from inventory columns (times in integer µs)."""
+    import pyarrow as pa
+
+    schema = schema or arrow_schema()
+    return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
+
+
+def keyed_chunks(specs: Iterable[tuple[str, str, str, float]], partitions: int, counters: Any = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Listing stage (a Spark task): ``(read partition, chunk descriptor)`` for every chunk of
+    the given ``(store, location, queue, now)`` specs; a queue's chunks are dealt round-robin
+    from a stable per-queue offset, so one dominant queue is read by every partition."""
+    for store, location, queue, now in specs:
         offset = zlib.crc32(queue.encode("utf-8", "surrogateescape"))
-        for n, chunk in enumerate(queue_chunks(root, layout, queue, now)):
+        files = 0
+        for n, chunk in enumerate(list_chunks(store, location, queue, now)):
+            files += chunk["files"]
             yield (offset + n) % partitions, chunk
+        if counters is not None:  # progress: seen by the driver as each task finishes
+            counters[0].add(1)
+            counters[1].add(files)
 
 
-def rows_of_partition(items: Iterable[tuple[int, tuple]]) -> Iterator[tuple]:
-    """mapPartitions side of the job: read every chunk that landed in this partition."""
-    for _key, chunk in items:
-        yield from chunk_rows(chunk)
+def batches_of(chunks: Iterable[dict[str, Any]], counters: Any = None) -> Iterator[Any]:
+    """Reading: one Arrow record batch per chunk descriptor."""
+    schema = arrow_schema()
+    for chunk in chunks:
+        cols = read_chunk(chunk)
+        if counters is not None:
+            counters[2].add(len(cols[0]))
+        yield record_batch(cols, schema)
+
+
+def write_partition(index: int, items: Iterable[tuple[int, dict[str, Any]]], out_dir: str, counters: Any = None) -> Iterator[tuple[str, int]]:
+    """Reading stage (a Spark task): read this partition's chunks into Arrow batches and write
+    them as ONE Parquet file with pyarrow -- no row crosses into the JVM or gets pickled.
+
+    Written under a dot name (Parquet readers skip those) and renamed into place, named by the
+    partition, so a retried task replaces its own file and never adds a second one.
+    Yields ``(file, rows)`` for the driver.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    attempt = 0
+    try:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        attempt = ctx.attemptNumber() if ctx is not None else 0
+    except ImportError:  # the pure-Python pass calls this without Spark
+        pass
+    final = os.path.join(out_dir, f"part-{index:05d}.parquet")
+    tmp = os.path.join(out_dir, f".part-{index:05d}-{attempt}.parquet.tmp")
+    schema = arrow_schema()
+    rows = 0
+    pending: list[Any] = []
+    buffered = 0
+    writer = pq.ParquetWriter(tmp, schema)
+    try:
+        for batch in batches_of((chunk for _key, chunk in items), counters):
+            pending.append(batch)
+            buffered += batch.num_rows
+            if buffered >= ROW_GROUP:  # row groups of ~64k rows, not one per 2000-row chunk
+                writer.write_table(pa.Table.from_batches(pending, schema))
+                rows += buffered
+                pending, buffered = [], 0
+        if pending or not rows:  # an empty partition still writes an (empty) file
+            writer.write_table(pa.Table.from_batches(pending, schema))
+            rows += buffered
+        writer.close()
+        os.replace(tmp, final)
+    finally:
+        writer.close()
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    yield final, rows
+
+
+# -- the pure-Python pass (benchmark baseline, tests) ---------------------------------------
+
+
+def scan_root_columns(store: str, location: str, queues: Iterable[str], now: float) -> Iterator[list[list[Any]]]:
+    """Every chunk's columns, listed and read in this one process."""
+    for q in queues:
+        for chunk in list_chunks(store, location, q, now):
+            yield read_chunk(chunk)
+
+
+def _dt(us: int | None) -> datetime | None:
+    return None if us is None else _EPOCH + timedelta(microseconds=us)
+
+
+def rows_of(columns: Sequence[Sequence[Any]]) -> list[tuple]:
+    """Row tuples (times as UTC datetimes, as Spark returns them) of one chunk's columns."""
+    ci, ei = COLUMN_NAMES.index("created_at"), COLUMN_NAMES.index("expires_at")
+    out = []
+    for row in zip(*columns):
+        row = list(row)
+        row[ci], row[ei] = _dt(row[ci]), _dt(row[ei])
+        out.append(tuple(row))
+    return out
 
 
 def scan_root_rows(root: str, layout: str, queues: Iterable[str], now: float) -> list[tuple]:
-    """The whole inventory in this process (the pure-Python pass: benchmark and tests)."""
+    """The whole inventory as rows in this process (tests; the driver never does this)."""
     rows: list[tuple] = []
-    for q in queues:
-        for chunk in queue_chunks(root, layout, q, now):
-            rows.extend(chunk_rows(chunk))
+    for cols in scan_root_columns(layout, root, queues, now):
+        rows.extend(rows_of(cols))
     return rows

@@ -19,6 +19,9 @@ from qconsole.backends.base import Backend
 
 class StoreKit:
     kind = ""
+    #: a restored message a consumer held comes back held (RSMQ restores score, rc and fr
+    #: exactly), rather than ready (the file layouts rename it back to its ready name)
+    restore_keeps_held = False
 
     def __init__(self, tmp_path: Any) -> None:
         self.tmp_path = tmp_path
@@ -109,4 +112,47 @@ class DdmqKit(StoreKit):
         self.broker.ack(queue, self.held.pop(mid))
 
 
-KITS: dict[str, type[StoreKit]] = {"vsqs": VsqsKit, "ddmq": DdmqKit}
+class RsmqKit(StoreKit):
+    """A fresh namespace on the test process's private redis-server, PyRSMQ 0.6.1 as the client
+    (the Node client runs beside qconsole in tests/rsmq_redis)."""
+
+    kind = "rsmq"
+    restore_keeps_held = True
+
+    def __init__(self, tmp_path: Any) -> None:
+        import uuid
+
+        from redis_peer import shared_server
+        from rsmq import RedisSMQ
+
+        super().__init__(tmp_path)
+        self.server = shared_server()
+        self.ns = "c" + uuid.uuid4().hex[:10]
+        self.url = self.server.url(self.ns)
+        self.client = RedisSMQ(host="127.0.0.1", port=self.server.port, ns=self.ns, exceptions=False)
+        self._backends: list[Backend] = []
+
+    def backend(self) -> Backend:
+        b = open_target(self.url)
+        self._backends.append(b)
+        return b
+
+    def create_queue(self, name: str) -> None:
+        assert self.client.createQueue(qname=name).execute()
+
+    def send(self, queue: str, payload: bytes) -> str:
+        return self.client.sendMessage(qname=queue, message=payload.decode()).execute()
+
+    def receive(self, queue: str, vt: float) -> tuple[str, bytes] | None:
+        got = self.client.receiveMessage(qname=queue, vt=vt, quiet=True).execute()
+        return (got["id"], got["message"].encode()) if got else None
+
+    def ack(self, queue: str, mid: str) -> None:
+        self.client.deleteMessage(qname=queue, id=mid).execute()
+
+    def close(self) -> None:
+        for b in self._backends:
+            b.close()
+
+
+KITS: dict[str, type[StoreKit]] = {"vsqs": VsqsKit, "ddmq": DdmqKit, "rsmq": RsmqKit}

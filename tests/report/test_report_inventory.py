@@ -25,7 +25,9 @@ def _rows(root: str) -> tuple[Root, list[str], list[tuple], float]:
 
 
 def _stats(handle: Root, names: list[str], rows: list[tuple], now: float, threshold: int = 3) -> dict:
-    return {s["name"]: s for s in summary.queue_stats(rows, [(n, handle.layout) for n in names], now, threshold)}
+    redelivery = inventory.redelivery_field(handle.layout)
+    queues = [(n, handle.layout, redelivery) for n in names]
+    return {s["name"]: s for s in summary.queue_stats(rows, queues, now, threshold)}
 
 
 def test_percentile_is_linear_between_closest_ranks():
@@ -44,26 +46,35 @@ def test_ddmq_rows_and_summary_match_the_scan_and_hand_computed_values(tmp_path)
         assert {s: stats[name]["counts"][s] for s in STATES} == scan[name].counts
         assert stats[name]["counts"]["total"] == scan[name].total
     jobs = stats["jobs"]
-    assert jobs["counts"] == {READY: 6, INFLIGHT: 1, "expired": 0, WRITING: 1, FOREIGN: 1, "total": 8}
+    assert jobs["counts"] == {READY: 6, INFLIGHT: 1, "expired": 0, "delayed": 0, WRITING: 1, FOREIGN: 1, "total": 8}
     # payload sizes 10, 3, 3, 40, 100, 5 (the corrupt file has none)
-    assert jobs["percentiles"]["size_bytes"] == {"p50": 7.5, "p95": 85.0, "max": 100.0}
+    assert jobs["percentiles"]["size_bytes"] == {"p50": 7.5, "p95": 85.0, "p99": 97.0, "max": 100.0}
     ids = {m.message: m.id for m in info["published"] if m.message != "dup"}
     dup_ids = [m.id for m in info["published"] if m.message == "dup"]
     by_rc = {m.requeue_counter: m.id for m in info["published"] if m.message == "dup"}
-    assert jobs["poison"] == [
-        {"id": by_rc[4], "requeue_counter": 4},
-        {"id": ids["y" * 40], "requeue_counter": 3},
-    ]
-    assert jobs["poison_count"] == 2
-    assert jobs["duplicates"] == 2 and len(dup_ids) == 2
+    assert jobs["poison"] == {"field": "requeue_counter", "threshold": 3, "count": 2, "top": [
+        {"id": by_rc[4], "redeliveries": 4},
+        {"id": ids["y" * 40], "redeliveries": 3},
+    ]}
+    import hashlib
+
+    assert jobs["duplicates"] == {"messages": 2, "payloads": 1,
+                                  "top": [{"sha256": hashlib.sha256(b"dup").hexdigest(), "count": 2}]}
+    assert len(dup_ids) == 2
+    assert jobs["senders"] is None  # ddmq records no sender: nothing invented
     assert jobs["errors"] == 3  # corrupt JSON, binary payload, foreign file
     # ages: 8 messages created at known times (one qconsole temp file has none)
     created = sorted(now - r[IX["created_at"]].timestamp() for r in rows
                      if r[IX["queue"]] == "jobs" and r[IX["created_at"]] is not None)
     assert len(created) == 7
-    p50 = created[3]  # pos 0.5 * 6 = 3
-    p95 = created[5] + 0.7 * (created[6] - created[5])  # pos 5.7
-    assert jobs["percentiles"]["age_s"] == {"p50": round(p50, 3), "p95": round(p95, 3), "max": round(created[6], 3)}
+    whole = [int(a) for a in created]  # age percentiles are over whole seconds; max is exact
+    p50 = whole[3]  # pos 0.5 * 6 = 3
+    p95 = whole[5] + 0.7 * (whole[6] - whole[5])  # pos 5.7
+    p99 = whole[5] + 0.94 * (whole[6] - whole[5])  # pos 5.94
+    assert jobs["percentiles"]["age_s"] == {"p50": round(p50, 3), "p95": round(p95, 3), "p99": round(p99, 3),
+                                            "max": round(created[6], 3)}
+    # 6 just published (0-5 min), the corrupt one from 2023 (160 min+)
+    assert [b["count"] for b in jobs["age_histogram"]] == [6, 0, 0, 0, 0, 0, 1]
     assert jobs["oldest_ready_age_s"] == round(now - 1700000000.123456, 3)  # the corrupt one is oldest
     empty = stats["empty"]
     assert empty["counts"]["total"] == 0 and empty["percentiles"]["age_s"]["p50"] is None
@@ -88,12 +99,12 @@ def test_vsqs_rows_match_the_scan_and_bad_files_are_rows(tmp_path):
     for name in names:
         assert {s: stats[name]["counts"][s] for s in STATES} == scan[name].counts
     jobs = stats["jobs"]
-    assert jobs["counts"] == {READY: 3, INFLIGHT: 1, "expired": 0, WRITING: 1, FOREIGN: 1, "total": 5}
-    assert jobs["duplicates"] == 2  # b"hello" twice
-    assert jobs["poison_count"] == 0  # vsqs has no requeue counter
+    assert jobs["counts"] == {READY: 3, INFLIGHT: 1, "expired": 0, "delayed": 0, WRITING: 1, FOREIGN: 1, "total": 5}
+    assert jobs["duplicates"]["messages"] == 2 and jobs["duplicates"]["payloads"] == 1  # b"hello" twice
+    assert jobs["poison"] is None  # vsqs has no redelivery counter: not shown as 0
     assert jobs["errors"] == 2  # binary payload + foreign README
     # payload sizes 5, 5, 8, 2, and the .new file's 4
-    assert jobs["percentiles"]["size_bytes"] == {"p50": 5.0, "p95": 7.4, "max": 8.0}
+    assert jobs["percentiles"]["size_bytes"] == {"p50": 5.0, "p95": 7.4, "p99": 7.88, "max": 8.0}
     held = [r for r in rows if r[IX["state"]] == INFLIGHT]
     assert [r[IX["id"]] for r in held] == [info["received"]]
 
@@ -101,25 +112,59 @@ def test_vsqs_rows_match_the_scan_and_bad_files_are_rows(tmp_path):
 def test_a_file_gone_between_listing_and_reading_is_a_row_with_an_error(tmp_path):
     build_vsqs_root(str(tmp_path / "vs"))
     handle = Root(str(tmp_path / "vs"))
-    chunks = list(inventory.queue_chunks(handle.path, "vsqs", "jobs", time.time()))
-    ready = [c for c in chunks if c[0] == "read"][0]
-    victim = next(f for f in ready[4] if f[1] == READY)
-    os.unlink(os.path.join(handle.path, "jobs", victim[2]))
-    rows = [r for c in chunks for r in inventory.chunk_rows(c)]
-    gone = [r for r in rows if r[IX["id"]] == victim[0]]
+    chunks = list(inventory.list_chunks("vsqs", handle.path, "jobs", time.time()))
+    ready = [c for c in chunks if "msgs" in c["items"]][0]
+    ids, states, relpaths = ready["items"]["msgs"][:3]
+    victim = next(i for i, s in enumerate(states) if s == READY)
+    os.unlink(os.path.join(handle.path, "jobs", relpaths[victim]))
+    rows = [r for c in chunks for r in inventory.rows_of(inventory.read_chunk(c))]
+    gone = [r for r in rows if r[IX["id"]] == ids[victim]]
     assert len(gone) == 1 and "gone" in gone[0][IX["error"]]
 
 
-def test_big_queues_are_cut_into_chunks_dealt_over_partitions(tmp_path):
+def test_chunk_descriptors_are_plain_data_and_big_queues_are_dealt_over_partitions(tmp_path):
+    import pickle
+
     qdir = tmp_path / "vs" / "big"
     qdir.mkdir(parents=True)
     for i in range(25):
         (qdir / str(1700000000000000 + i)).write_bytes(b"m")
-    chunks = list(inventory.queue_chunks(str(tmp_path / "vs"), "vsqs", "big", time.time(), chunk=10))
-    assert [len(c[4]) for c in chunks] == [10, 10, 5]
-    keyed = list(inventory.keyed_chunks([(str(tmp_path / "vs"), "vsqs", "big", time.time())], partitions=4))
-    assert len({k for k, _c in keyed}) == 1  # 25 < CHUNK: one chunk
-    assert all(0 <= k < 4 for k, _c in keyed)
+    (qdir / "notes").write_text("foreign")
+    now = time.time()
+    chunks = list(inventory.list_chunks("vsqs", str(tmp_path / "vs"), "big", now, size=10))
+    assert [c["files"] for c in chunks] == [10, 10, 5, 1]  # 3 message chunks, then the foreign file
+    assert [c["seq"] for c in chunks] == [0, 1, 2, 3]
+    for c in chunks:  # a descriptor survives pickling unchanged and reads the same
+        assert set(c) == {"store", "location", "queue", "now", "seq", "files", "items"}
+        assert pickle.loads(pickle.dumps(c)) == c
+    cols = [inventory.read_chunk(c) for c in chunks]
+    assert sum(len(c[0]) for c in cols) == 26
+    keyed = list(inventory.keyed_chunks([("vsqs", str(tmp_path / "vs"), "big", now)], partitions=4))
+    # 25 < CHUNK: one message chunk and the leftovers chunk, dealt to consecutive partitions
+    keys = [k for k, _c in keyed]
+    assert len(keys) == 2 and keys[1] == (keys[0] + 1) % 4 and all(0 <= k < 4 for k in keys)
+
+
+def test_unknown_store_is_refused():
+    with pytest.raises(ValueError, match="no report reader"):
+        list(inventory.list_chunks("redis", "redis://x", "q", 0.0))
+
+
+def test_age_histogram_uses_qshape_buckets(tmp_path):
+    """One vsqs message per bucket (and two more in the first), at known ages."""
+    qdir = tmp_path / "vs" / "aged"
+    qdir.mkdir(parents=True)
+    now = time.time()
+    minutes = [1, 2, 4.9, 7, 15, 30, 60, 120, 200]
+    for m in minutes:
+        (qdir / str(int((now - m * 60) * 1_000_000))).write_bytes(b"x")
+    handle, names, rows, _now = _rows(str(tmp_path / "vs"))
+    aged = _stats(handle, names, rows, now)["aged"]
+    assert [b["bucket"] for b in aged["age_histogram"]] == ["0-5m", "5-10m", "10-20m", "20-40m", "40-80m", "80-160m", "160m+"]
+    assert [b["count"] for b in aged["age_histogram"]] == [3, 1, 1, 1, 1, 1, 1]
+    assert aged["age_histogram"][0] == {"bucket": "0-5m", "min_s": 0, "max_s": 300, "count": 3}
+    assert aged["age_histogram"][-1]["max_s"] is None
+    assert summary.age_bucket(299.999) == 0 and summary.age_bucket(300) == 1 and summary.age_bucket(9600) == 6
 
 
 def test_history_lines_become_samples_and_junk_is_counted(tmp_path):

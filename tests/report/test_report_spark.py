@@ -42,14 +42,15 @@ def test_ddmq_report_equals_scan_python_pass_and_hand_values(spark, tmp_path):
     out = str(tmp_path / "out")
     handle, names, now, doc = _run(spark, str(tmp_path / "dd"), out, history_files=[hist], threshold=3)
 
-    # the inventory Parquet is exactly what the plain-Python scanner produces
+    # the inventory Parquet (written by the executors with pyarrow) is exactly what the
+    # plain-Python scanner produces, and Spark reads it with the inventory schema
     rows = inventory.scan_root_rows(handle.path, handle.layout, names, now)
-    assertDataFrameEqual(
-        spark.read.parquet(os.path.join(out, "messages")),
-        spark.createDataFrame(rows, spark_job.inventory_schema()),
-    )
+    written = spark.read.parquet(os.path.join(out, "messages"))
+    assert written.schema == spark_job.inventory_schema()
+    assertDataFrameEqual(written, spark.createDataFrame(rows, spark_job.inventory_schema()))
+    assert not [f for f in os.listdir(os.path.join(out, "messages")) if f.startswith(".")]  # no temp files left
     # Spark's summaries equal the plain-Python pass over the same rows, field by field
-    expected = summary.queue_stats(rows, [(n, handle.layout) for n in names], now, 3)
+    expected = summary.queue_stats(rows, [(n, handle.layout, "requeue_counter") for n in names], now, 3)
     for got, want in zip(doc["queues"], expected):
         for key in want:
             assert (key, got[key]) == (key, want[key])
@@ -59,15 +60,19 @@ def test_ddmq_report_equals_scan_python_pass_and_hand_values(spark, tmp_path):
     for q in doc["queues"]:
         assert {s: q["counts"][s] for s in STATES} == scan[q["name"]].counts
     jobs = next(q for q in doc["queues"] if q["name"] == "jobs")
-    assert jobs["percentiles"]["size_bytes"] == {"p50": 7.5, "p95": 85.0, "max": 100.0}
-    assert [p["requeue_counter"] for p in jobs["poison"]] == [4, 3]
-    assert jobs["duplicates"] == 2 and jobs["errors"] == 3
-    assert doc["totals"]["total"] == 8 and doc["totals"]["foreign"] == 1
+    assert jobs["percentiles"]["size_bytes"] == {"p50": 7.5, "p95": 85.0, "p99": 97.0, "max": 100.0}
+    assert [p["redeliveries"] for p in jobs["poison"]["top"]] == [4, 3] and jobs["poison"]["count"] == 2
+    assert jobs["duplicates"]["messages"] == 2 and jobs["errors"] == 3
+    assert [b["count"] for b in jobs["age_histogram"]] == [6, 0, 0, 0, 0, 0, 1]
+    assert [b["count"] for b in doc["totals"]["age_histogram"]] == [6, 0, 0, 0, 0, 0, 1]
+    assert doc["totals"]["total"] == 8 and doc["totals"]["foreign"] == 1 and doc["totals"]["poison_count"] == 2
     assert doc["oldest_backlog"][0]["name"] == "jobs"
+    assert doc["notes"] == ["ddmq does not record who sent a message: no top senders"]
 
     on_disk = json.load(open(os.path.join(out, "summary.json")))
     assert on_disk == json.loads(json.dumps(doc))
-    assert on_disk["schema"] == "qconsole.report/1"
+    assert on_disk["schema"] == "qconsole.report/2"
+    assert [b["bucket"] for b in on_disk["age_buckets"]] == list(summary.AGE_BUCKET_LABELS)
     assert on_disk["engine"]["spark_version"] == spark.version
     assert on_disk["engine"]["master"] == "local[1]"
 
@@ -93,13 +98,22 @@ def test_cli_report_on_a_vsqs_root_writes_summary_and_parquet(spark, tmp_path):
     result = CliRunner().invoke(app, ["report", str(tmp_path / "vs"), "--out", out, "--poison-threshold", "2"])
     assert result.exit_code == 0, result.output
     assert "jobs" in result.stdout and "summary.json" in result.stdout
+    # the terminal summary: the qshape histogram as a table with bars, and what vsqs does not record
+    assert "0-5m" in result.stdout and "160m+" in result.stdout and "█" in result.stdout
+    assert "vsqs does not count redeliveries" in result.stdout
+    # progress on stderr: one line per stage, with its counts
+    err = result.stderr
+    assert "listing: 6 file(s) in 2 queue(s)" in err, err
+    assert "reading: 6 file(s) read, 6 inventory row(s)" in err, err
+    assert "summarising: 2 queue(s), 5 message(s)" in err, err
     doc = json.load(open(os.path.join(out, "summary.json")))
     assert doc["poison_threshold"] == 2
     scan = {q.name: q for q in Root(str(tmp_path / "vs")).scan().queues}
     for q in doc["queues"]:
         assert {s: q["counts"][s] for s in STATES} == scan[q["name"]].counts
     jobs = next(q for q in doc["queues"] if q["name"] == "jobs")
-    assert jobs["duplicates"] == 2 and jobs["errors"] == 2  # binary payload, foreign file: counted, not fatal
+    assert jobs["duplicates"]["messages"] == 2 and jobs["errors"] == 2  # binary payload, foreign file: counted, not fatal
+    assert jobs["poison"] is None and doc["totals"]["poison_count"] is None
     frame = spark.read.parquet(os.path.join(out, "messages"))
     assert frame.count() == 6  # 5 message files + 1 foreign
     assert frame.where("error = 'binary payload'").count() == 1
@@ -122,3 +136,18 @@ def test_missing_java_is_one_line_and_exit_2(tmp_path, how):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert "Java 17 or 21" in lines[0] and "install" in lines[0]
+
+
+def test_a_bad_master_url_is_one_line_and_exit_2(tmp_path):
+    pytest.importorskip("pyspark")
+    build_vsqs_root(str(tmp_path / "vs"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "qconsole", "report", str(tmp_path / "vs"), "--master", "bogus://nowhere",
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "unknown Spark master 'bogus://nowhere'" in lines[0] and "spark://HOST:PORT" in lines[0]
+    assert not os.path.exists(tmp_path / "out")  # refused before anything was written

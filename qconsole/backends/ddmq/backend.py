@@ -117,37 +117,64 @@ class DdmqBackend(FileBackend):
             req = bool(conf.get("requeue", True))
         done = []
         for text in texts:
+            self.tick(len(done), len(texts))
             body = writes.new_body(queue, text, priority=prio, timeout=options.get("timeout"), requeue=req,
                                    requeue_limit=options.get("requeue_limit"))
             writes.publish_body(qdir, body)
             done.append(body["id"])
         return done
 
+    #: messages whose copies share one durability barrier (see claims.transfer_prepared)
+    REQUEUE_BATCH = 128
+
     def requeue(self, queue: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
         from ..fs import claims
+        from ..fs.atomic import dir_gid, unlink_quiet
         from ..results import CONSUMED
         from . import writes
 
         qdir = self.require_queue(queue)
-        prio = self._conf(queue).get("requeue_prio", 0)
+        prio = self._conf(queue).get("requeue_prio", 0)  # settings read once per operation
         if not _nonneg_int(prio):
             prio = 0
+        gid = dir_gid(qdir)
         out: list[tuple[str, str | None]] = []
-        for msg in msgs:
-            claim = claims.Claim(qdir, msg.relpath)
-            if not claim.acquire():
-                out.append((msg.id, CONSUMED))  # the consumer acked (or ddmq's clean() requeued) it first
-                continue
-            try:
-                body = writes.decode(claim.read(), msg.relpath)
-            except (OperationError, OSError) as err:
-                claim.restore()
-                why = str(err) if isinstance(err, OperationError) else err.strerror
-                out.append((msg.id, f"left as it was: {why}"))
-                continue
-            new = writes.requeued_body(body, queue, prio)
-            claims.transfer(claim, queue, qdir, writes.placer(qdir, new), b"")
-            out.append((msg.id, None))
+        batch: list[tuple[str, claims.Claim, claims.Placement]] = []
+
+        def commit_batch() -> None:
+            claims.transfer_prepared(queue, [(c, p) for _id, c, p in batch])
+            out.extend((mid, None) for mid, _c, _p in batch)
+            batch.clear()
+
+        try:
+            for msg in msgs:
+                self.tick(len(out) + len(batch), len(msgs))
+                claim = claims.Claim(qdir, msg.relpath)
+                if not claim.acquire():
+                    out.append((msg.id, CONSUMED))  # the consumer acked (or ddmq's clean() requeued) it first
+                    continue
+                try:
+                    body = writes.decode(claim.read(), msg.relpath)
+                except (OperationError, OSError) as err:
+                    claim.restore()
+                    why = str(err) if isinstance(err, OperationError) else err.strerror
+                    out.append((msg.id, f"left as it was: {why}"))
+                    continue
+                new = writes.requeued_body(body, queue, prio)
+                try:
+                    tmp = claims.write_tmp(qdir, writes.encode(new), claim.token, gid, sync=False)
+                except BaseException:
+                    unlink_quiet(os.path.join(qdir, claims.owned_name(claims.TMP, claim.token)))
+                    claim.restore()
+                    raise
+                batch.append((msg.id, claim, claims.Placement(qdir, tmp, new["filename"], tmp)))
+                if len(batch) >= self.REQUEUE_BATCH:
+                    commit_batch()
+            commit_batch()
+        except BaseException:
+            claims.undo_prepared([(c, p) for _id, c, p in batch])  # claimed, not committed: put back
+            raise
+        self.tick(len(msgs), len(msgs))
         return out
 
     def move_placer(self, dest: str, dest_dir: str) -> Any:

@@ -58,5 +58,5 @@ def resolve_layout(root: str, layout: str | None) -> str:
     if layout in (None, "", "auto"):
         return detect_layout(root)
     if layout not in LAYOUTS:
-        raise RootError(f"unknown layout {layout!r}: use auto, vsqs or ddmq")
+        raise RootError(f"unknown layout {layout!r}: use auto, vsqs or ddmq (rsmq for a Redis target)")
     return layout

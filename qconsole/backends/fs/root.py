@@ -14,7 +14,7 @@ from ..base import CHECK_TYPES, PARALLEL_SCAN, RECOVER, TRASH, Backend
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from types import ModuleType
     from typing import Any
 
@@ -62,6 +62,12 @@ class FileBackend(Backend):
 
     capabilities = frozenset({TRASH, RECOVER, PARALLEL_SCAN, CHECK_TYPES})
     module: ModuleType
+    #: ``(done, total)`` called as a bulk change goes (the CLI's progress line on a terminal)
+    progress: Callable[[int, int], None] | None = None
+
+    def tick(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done, total)
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -170,6 +176,16 @@ class FileBackend(Backend):
         data, size = read_file_bytes(path, None if cap is None else cap + 1)
         return payload_from_bytes(data, size, cap)
 
+    def message_sizes(self, queue: str, msgs: Sequence[Message]) -> dict[str, int | None]:
+        qdir = self.require_queue(queue)
+        out: dict[str, int | None] = {}
+        for m in msgs:
+            try:
+                out[m.relpath] = os.lstat(os.path.join(qdir, m.relpath)).st_size
+            except OSError:
+                out[m.relpath] = None  # consumed or moved since the listing
+        return out
+
     # ------------------------------------------------------------------ changes shared by both layouts
 
     def remove(self, action: str, queue: str, msgs: Sequence[Message], *, use_trash: bool,
@@ -191,6 +207,7 @@ class FileBackend(Backend):
         items = []
         try:
             for m in msgs:
+                self.tick(len(outcomes), len(msgs))
                 src = os.path.join(qdir, m.relpath)
                 if batch:
                     dst = trash.trash_path(self.path, batch, queue, m.relpath)
@@ -225,6 +242,7 @@ class FileBackend(Backend):
         msgs = sorted(msgs, key=lambda m: (m.created_at or 0.0, m.id))
         placer_for = self.move_placer(dest, dest_dir)
         for msg in msgs:
+            self.tick(len(outcomes), len(msgs))
             claim = claims.Claim(src_dir, msg.relpath)
             if not claim.acquire():
                 outcomes.append((msg.id, CHANGED))
@@ -262,7 +280,7 @@ class FileBackend(Backend):
     def trash_restore(self, batch: str) -> tuple[list[str], list[tuple[str, str]]]:
         from . import trash
 
-        return trash.restore(self.path, batch, self.ready_name)
+        return trash.restore(self.path, batch, self.ready_name, self.tick)
 
     def ready_name(self, relpath: str) -> str | None:
         """The ready name a trashed file comes back as (in-flight ones come back ready)."""

@@ -64,6 +64,13 @@ def prepare_queue(root: str, batch: str, queue: str) -> None:
     os.makedirs(os.path.join(trash_dir(root), batch, FILES, queue, "work"), exist_ok=True)
 
 
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:  # as os.path.isfile: False
+        return False
+
+
 def _files(root: str, batch: str) -> list[tuple[str, str]]:
     """(queue, relpath) of every file in a batch."""
     out = []
@@ -76,12 +83,14 @@ def _files(root: str, batch: str) -> list[tuple[str, str]]:
         for sub in ("", "work"):
             d = os.path.join(top, q, sub)
             try:
-                names = sorted(os.listdir(d))
+                # the entry's own type (a stat only where the listing has none, or for a link,
+                # as os.path.isfile would follow it): no stat per trashed file
+                with os.scandir(d) as it:
+                    names = sorted(e.name for e in it if _is_file(e))
             except OSError:
                 continue
             for n in names:
-                if os.path.isfile(os.path.join(d, n)):
-                    out.append((q, f"{sub}/{n}" if sub else n))
+                out.append((q, f"{sub}/{n}" if sub else n))
     return out
 
 
@@ -108,12 +117,16 @@ def list_batches(root: str) -> list[TrashBatch]:
     return out
 
 
-def restore(root: str, batch: str, ready_name: Callable[[str], str | None]) -> tuple[list[str], list[tuple[str, str]]]:
+def restore(root: str, batch: str, ready_name: Callable[[str], str | None],
+            tick: Callable[[int, int], None] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
     """Move a batch back: (restored relpaths, [(relpath, reason)]). ``ready_name``: the layout's
-    ready name for a trashed relpath (None: not a message name)."""
+    ready name for a trashed relpath (None: not a message name); ``tick(done, total)``: progress."""
     done: list[str] = []
     skipped: list[tuple[str, str]] = []
-    for queue, rel in _files(root, batch):
+    files = _files(root, batch)
+    for queue, rel in files:
+        if tick is not None:
+            tick(len(done) + len(skipped), len(files))
         qdir = os.path.join(root, queue)
         target = ready_name(rel)
         if target is None:

@@ -33,7 +33,11 @@ class VsqsBackend(FileBackend):
         qdir = self.require_queue(queue)
         divisor = writes.divisor_for(options.get("vsqs_clock"), self.scan_queue(queue).id_unit)
         gid = dir_gid(qdir)
-        return [writes.publish(qdir, bytes(p), divisor, gid) for p in payloads]
+        done: list[str] = []
+        for p in payloads:
+            self.tick(len(done), len(payloads))
+            done.append(writes.publish(qdir, bytes(p), divisor, gid))
+        return done
 
     def requeue(self, queue: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
         from ..results import ALREADY_READY
@@ -42,6 +46,7 @@ class VsqsBackend(FileBackend):
         qdir = self.require_queue(queue)
         out: list[tuple[str, str | None]] = []
         for msg in msgs:
+            self.tick(len(out), len(msgs))
             reason = writes.requeue(qdir, msg.id, msg.relpath)
             # someone requeued it first: it is ready, as asked
             out.append((msg.id, None if reason == ALREADY_READY else reason))

@@ -7,17 +7,19 @@ deadline has passed). vsqs 0.3 writes µs for both numbers; its README says ms. 
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 import time
 from itertools import filterfalse, repeat
-from operator import attrgetter, methodcaller, truediv
+from operator import attrgetter, itemgetter, methodcaller, truediv
 
 from ...model import Message, QueueScan
 from ...states import EXPIRED, FOREIGN, INFLIGHT, READY, VSQS, WRITING
 from ...timeunits import vsqs_divisor
 from ..fs.listing import (
-    QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, names_only, os_error_line,
+    NO_IRREGULAR, QC_TEMP_PREFIX, STREAM_BYTES, ErrorList, gc_paused, is_ascii_digits, list_entries, listing,
+    listing_chunks, names_only, os_error_line,
 )
 
 
@@ -150,6 +152,10 @@ def scan_queue(
     errors = ErrorList()
     qdir = os.path.join(root, name)
     try:
+        if not collect:
+            st = os.stat(qdir)
+            if st.st_size >= STREAM_BYTES and _scan_streamed(qdir, scan, now, check_types or st.st_nlink != 2):
+                return scan
         names, irregular = listing(qdir) if collect or check_types else names_only(qdir)
     except OSError as err:
         scan.errors.append(os_error_line(err, name))
@@ -227,6 +233,117 @@ def scan_queue(
         held_seconds = {mid: int(dl) / vsqs_divisor(dl) for mid, dl in held.items()}
         scan.messages = _messages(name, ready_set, held, held_seconds, writing, now)
     return scan
+
+
+_FIRST = itemgetter(0)
+#: smallest ready ids kept per width while streaming: the oldest one not consumed meanwhile
+_KEEP_OLDEST = 16
+
+
+def _scan_streamed(qdir: str, scan: QueueScan, now: float, typed: bool) -> bool:
+    """Count a huge queue chunk by chunk, in bounded memory; False when the exact path must do it.
+
+    A 1M-name listing held whole is ~70 MB of names before any parsing; here the listing is
+    read ``STREAM_CHUNK`` entries at a time and only counts, the few smallest ready ids and a
+    set of id hashes stay. De-duplication (see :func:`scan_queue`) goes by those 64-bit
+    hashes: an id both ready and held (a consume during the listing) counts once, as held.
+    Any other repeat (an id held twice, ready twice, or writing beside another name) is rare
+    and returns False, and the caller lists again the exact way. Two different ids with one
+    hash (odds ~n^2/2^64: 3e-8 at 1M names) would count once.
+    """
+    errors = ErrorList()
+    ready_n = held_n = 0
+    ready_h: set[int] = set()
+    held_h: set[int] = set()
+    smallest: dict[int, list[str]] = {}  # width -> the few smallest ready ids
+    held_widths: set[int] = set()
+    writing: list[str] = []
+    temp = foreign = inflight = expired = 0
+    nearest: float | None = None
+    for names, irregular in listing_chunks(qdir, typed):
+        ready, rest = _ascii_digits(names)
+        del names
+        if irregular and not irregular.isdisjoint(ready):
+            for fname in sorted(irregular.intersection(ready)):
+                foreign += 1
+                errors.add(f"{fname}: named like a message but not a regular file")
+            ready = [m for m in ready if m not in irregular]
+        ready_n += len(ready)
+        ready_h.update(map(hash, ready))
+        lens = set(map(len, ready))
+        for w in lens:
+            same = ready if len(lens) == 1 else [m for m in ready if len(m) == w]
+            kept = smallest.get(w, [])
+            if len(kept) >= _KEEP_OLDEST:  # same width: text order is numeric order
+                same = list(filter(kept[-1].__gt__, same))
+            smallest[w] = heapq.nsmallest(_KEEP_OLDEST, kept + same)
+        del ready
+        matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
+        if irregular and any(map(_HELD_RE.fullmatch, irregular)):
+            matches = [m for m in matches if m.string not in irregular]
+        pairs = list(map(_GROUPS, matches))
+        if len(matches) != len(rest):
+            matched = set(map(_STRING, matches))
+            for fname in rest:
+                if fname in matched:
+                    continue
+                if fname.startswith(QC_TEMP_PREFIX):
+                    temp += 1
+                    continue
+                parsed = parse_name(fname)
+                if parsed is None:
+                    foreign += 1
+                elif fname in irregular:
+                    foreign += 1
+                    errors.add(f"{fname}: named like a message but not a regular file")
+                elif parsed[0] == WRITING:
+                    writing.append(parsed[1])
+                else:
+                    pairs.append((parsed[1], parsed[2]))
+        del matches, rest
+        if pairs:
+            ids = list(map(_FIRST, pairs))
+            hashes = set(map(hash, ids))
+            if len(hashes) != len(ids) or not held_h.isdisjoint(hashes):
+                return False  # an id held twice: the exact path keeps the last one listed
+            held_h |= hashes
+            held_n += len(ids)
+            held_widths.update(map(len, ids))
+            i, e, n = _held_counts(dict(pairs), now)
+            inflight += i
+            expired += e
+            if n is not None and (nearest is None or n < nearest):
+                nearest = n
+    if len(ready_h) != ready_n or len(set(writing)) != len(writing):
+        return False  # one name listed twice: a rename back and forth during the listing
+    both = len(ready_h & held_h)  # consumed while the listing ran: counts as held
+    if writing and not (ready_h | held_h).isdisjoint(map(hash, writing)):
+        return False
+    if both and len(smallest) > 1:
+        return False  # which width lost a ready id is not known here
+    oldest: dict[int, str] = {}
+    for w, ids in smallest.items():
+        alive = [m for m in ids if hash(m) not in held_h]
+        if not alive:
+            return False  # every kept candidate was consumed meanwhile: list again
+        oldest[w] = alive[0]
+    counts = scan.counts
+    counts[READY] = ready_n - both
+    counts[WRITING] = len(writing) + temp
+    counts[FOREIGN] = foreign
+    counts[INFLIGHT] = inflight
+    counts[EXPIRED] = expired
+    scan.next_deadline = nearest
+    widths = set(oldest) if counts[READY] else (held_widths or set(map(len, writing)))
+    scan.oldest_ready_created = min(int(m) / vsqs_divisor(m) for m in oldest.values()) if counts[READY] else None
+    if widths:
+        scan.id_unit = vsqs_divisor("9" * max(widths))
+        if len({vsqs_divisor("9" * w) for w in widths}) > 1:
+            scan.warnings.append(
+                "mixed id units (ms and µs): numeric order delivers the shorter ids first"
+            )
+    scan.errors.extend(errors.result())
+    return True
 
 
 def _numeric_order(ids: set[str]) -> list[str]:

@@ -1,0 +1,587 @@
+#!/usr/bin/env python3
+"""qconsole at scale, in every shape: counting (stats/check) and bulk operations.
+
+Shapes (per layout, VSQS and ddmq):
+
+* ``big``    -- 1,000,000 messages in ONE queue;
+* ``many``   -- 100,000 messages in 2,000 queues of 50;
+* ``spread`` -- 1,000,000 messages in 20 queues (one holds half, the rest uneven, as
+  bench_stats.py builds them).
+
+Each shape mixes ready / in-flight / expired / being-written names as bench_stats.py does.
+For every shape these commands run as subprocesses, **interleaved** (one of each per round,
+so a noisy neighbour hits all alike), median over ``--reps`` rounds:
+
+* ``find ROOT -type f | wc -l``                 -- the floor every ratio is against;
+* the client's own listing: ddmq ``broker.get_message_list`` over every queue, or vsqs 0.3's
+  ``Queue._list_messages`` (interpreter start and import included, as for qconsole);
+* ``qconsole stats --json ROOT`` and ``qconsole check ROOT``.
+
+Peak RSS is the ``ru_maxrss`` that ``wait4`` reports for each command: the largest single
+process among it and the children it waited for (sh/find/wc; qconsole's forked scanners).
+``--cold`` also runs each command after ``sync; echo 3 > /proc/sys/vm/drop_caches`` (root
+only: said so when refused). Start-up: ``stats --json``, ``check`` and ``ls`` on a tiny root.
+
+Bulk operations (``--bulk``): a fresh tree per round; qconsole's CLI against the client's
+own comparable action on the same tree, messages per second:
+
+* ddmq ``requeue --all`` of expired messages vs ``broker.clean(q, force=True)`` (20k, as in
+  issue 13, and the bulk size);
+* VSQS ``requeue --expired`` vs the client's requeue pass (``Queue._get_oldest_message`` on a
+  queue holding only expired messages);
+* ``purge --yes`` (to the trash, and ``--no-trash``) vs ddmq ``purge_queue`` / a VSQS
+  listdir+unlink loop (vsqs 0.3 has no purge and its ``delete`` only works in-process);
+* ``move SRC DEST --all`` vs the clients' get/publish/remove loop;
+* ``trash restore`` vs a bare ``os.rename`` loop.
+
+Trees are written with os.open/os.write (not the clients: far too slow at 1M) and cached
+under ``--cache`` (default /tmp/qc-scale) between runs; stats trees hold empty files (a
+scan never opens one). ``--quick`` shrinks every size for a smoke run.
+
+Run: ``.venv/bin/python benchmarks/bench_scale.py [--quick] [--cold] [--bulk] [--shapes big,many]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.join(HERE, "..", "tests")
+sys.path.insert(0, TESTS)  # the PyYAML shim for ddmq (peers.py)
+
+BIN = os.path.dirname(sys.executable)
+QCONSOLE = os.path.join(BIN, "qconsole")
+
+#: share of messages per state (the rest is ready), as bench_stats.py
+INFLIGHT, EXPIRED, WRITING = 0.10, 0.05, 0.002
+
+SHAPES = {  # name -> (full sizes, quick sizes) as lists of queue sizes
+    "big": (lambda: [1_000_000], lambda: [50_000]),
+    "many": (lambda: [50] * 2000, lambda: [50] * 200),
+    "spread": (lambda: _spread(1_000_000, 20), lambda: _spread(50_000, 20)),
+}
+YAML_DEFAULTS = "cleaned: 0\nmessage_timeout: 600\npriority: 999\nrequeue: true\nrequeue_prio: 0\n"
+
+
+def _spread(total: int, queues: int) -> list[int]:
+    """One queue with half the messages, the rest spread unevenly (bench_stats.py's shape)."""
+    rnd = random.Random(7)
+    big = total // 2
+    rest = total - big
+    weights = [rnd.uniform(0.5, 1.5) for _ in range(queues - 1)]
+    scale = rest / sum(weights)
+    sizes = [int(w * scale) for w in weights]
+    sizes[-1] += rest - sum(sizes)
+    return [big, *sizes]
+
+
+# --------------------------------------------------------------------------- trees
+
+_FLAGS = os.O_CREAT | os.O_WRONLY | os.O_TRUNC
+
+
+def _touch(path: str, data: bytes = b"") -> None:
+    fd = os.open(path, _FLAGS, 0o644)
+    if data:
+        os.write(fd, data)
+    os.close(fd)
+
+
+def vsqs_names(n: int, qi: int, now_us: int, rnd: random.Random) -> list[str]:
+    base = now_us - n * 1000 - 3_600_000_000
+    out = []
+    for i in range(n):
+        mid = base + i * 1000 + qi
+        r = rnd.random()
+        if r < INFLIGHT:
+            out.append(f"{mid}.{now_us + rnd.randint(3600, 7200) * 1_000_000}")
+        elif r < INFLIGHT + EXPIRED:
+            out.append(f"{mid}.{now_us - rnd.randint(1, 600) * 1_000_000}")
+        elif r < INFLIGHT + EXPIRED + WRITING:
+            out.append(f"{mid}.new")
+        else:
+            out.append(str(mid))
+    return out
+
+
+def ddmq_body(queue: str, text: str, prio: int, qn: str, uid: str, fname: str, requeue: bool = False) -> bytes:
+    # exactly ddmq 0.9.14's message.msg2json(): json.dumps(message.__dict__) in its attribute order
+    return json.dumps({
+        "message": text, "queue": queue, "timeout": None, "id": uid, "priority": prio,
+        "queue_number": qn, "filename": fname, "requeue": requeue, "requeue_counter": 0,
+        "requeue_limit": None,
+    }).encode()
+
+
+def build(root: str, layout: str, sizes: list[int], *, bodies: bool = False) -> None:
+    """A root of ``sizes`` queues in the state mix above (empty files unless ``bodies``)."""
+    rnd = random.Random(42)
+    now = time.time()
+    os.makedirs(root)
+    if layout == "ddmq":
+        _touch(os.path.join(root, "ddmq.yaml"))
+    width = max(2, len(str(len(sizes) - 1)))
+    for qi, n in enumerate(sizes):
+        q = f"q{qi:0{width}d}"
+        qdir = os.path.join(root, q)
+        if layout == "vsqs":
+            os.mkdir(qdir)
+            for name in vsqs_names(n, qi, int(now * 1_000_000), rnd):
+                _touch(os.path.join(qdir, name), b'{"job": 1}' if bodies else b"")
+            continue
+        os.makedirs(os.path.join(qdir, "work"))
+        _touch(os.path.join(qdir, "ddmq.yaml"), YAML_DEFAULTS.encode())
+        for i in range(n):
+            prio = rnd.choice((999, 999, 999, 10, 9, 1))
+            qn = str(now - 3600 + i * 0.001).replace(".", "")
+            uid = uuid.UUID(int=rnd.getrandbits(128)).hex
+            fname = f"{prio}.{qn}.ddmq{uid}"
+            r = rnd.random()
+            body = ddmq_body(q, f"job {i}", prio, qn, uid, fname) if bodies else b""
+            if r < INFLIGHT + EXPIRED:
+                dl = int(now) + (rnd.randint(3600, 7200) if r < INFLIGHT else -rnd.randint(1, 600))
+                _touch(os.path.join(qdir, "work", f"{dl}.{fname}"), body)
+            else:
+                _touch(os.path.join(qdir, fname), body)
+
+
+def cached_tree(cache: str, layout: str, shape: str, sizes: list[int]) -> str:
+    """The tree for (layout, shape, sizes), built once and kept under ``cache``."""
+    tag = f"{layout}-{shape}-{sum(sizes)}-{len(sizes)}"
+    root = os.path.join(cache, "trees", tag)
+    marker = root + ".complete"
+    if not os.path.exists(marker):
+        shutil.rmtree(root, ignore_errors=True)
+        t0 = time.perf_counter()
+        build(root, layout, sizes)
+        open(marker, "w").close()
+        print(f"  built {tag} in {time.perf_counter() - t0:.1f}s", flush=True)
+    return root
+
+
+# --------------------------------------------------------------------------- timing
+
+
+class Result:
+    __slots__ = ("secs", "rss_kb", "out")
+
+    def __init__(self, secs: float, rss_kb: int, out: bytes) -> None:
+        self.secs, self.rss_kb, self.out = secs, rss_kb, out
+
+
+#: subprocesses may write .pyc files (as an installed qconsole has them), whatever our shell says
+BASE_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def run(argv: list[str], *, ok=(0,), env: dict | None = None) -> Result:
+    """Run ``argv``; wall time and the peak RSS wait4 reports for it (and its waited children)."""
+    env = BASE_ENV if env is None else {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
+        out = p.stdout.read()
+        p.stdout.close()
+        _pid, status, ru = os.wait4(p.pid, 0)
+        secs = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode not in ok:
+            err.seek(0)
+            raise RuntimeError(f"{argv} -> {p.returncode}: {err.read().decode(errors='replace')[-2000:]}")
+    return Result(secs, ru.ru_maxrss, out)
+
+
+def drop_caches() -> str | None:
+    """None when the page cache was dropped; else why not."""
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as fh:
+            fh.write("3\n")
+        return None
+    except OSError as err:
+        return f"drop_caches refused: {err.strerror}"
+
+
+CLIENT_DDMQ = (
+    "import sys; sys.path.insert(0, {tests!r})\n"
+    "from peers import ddmq_module\n"
+    "b = ddmq_module().broker({root!r})\n"
+    "n = 0\n"
+    "for q in b.list_queues():\n"
+    "    w, k = b.get_message_list(q)\n"
+    "    n += len(w) + len(k)\n"
+    "print(n)\n"
+)
+CLIENT_VSQS = (
+    "import os, types\n"
+    "from vsqs.queue import Queue\n"
+    "root = {root!r}\n"
+    "n = 0\n"
+    "for q in sorted(os.listdir(root)):\n"
+    "    n += sum(1 for _ in Queue._list_messages(types.SimpleNamespace(path=os.path.join(root, q))))\n"
+    "print(n)\n"
+)
+
+
+def count_commands(layout: str, root: str) -> dict[str, list[str]]:
+    client = (CLIENT_DDMQ if layout == "ddmq" else CLIENT_VSQS).format(tests=TESTS, root=root)
+    return {
+        "find": ["sh", "-c", f"find '{root}' -type f | wc -l"],
+        "client": [sys.executable, "-c", client],
+        "stats": [QCONSOLE, "stats", "--json", root],
+        "check": [QCONSOLE, "check", root],
+    }
+
+
+def interleaved(cmds: dict[str, list[str]], reps: int, *, cold: bool = False,
+                ok: dict[str, tuple[int, ...]] | None = None) -> dict[str, list[Result]]:
+    """One run of every command per round (after a warm-up round unless cold)."""
+    ok = ok or {}
+    res: dict[str, list[Result]] = {k: [] for k in cmds}
+    if not cold:
+        for k, argv in cmds.items():
+            run(argv, ok=ok.get(k, (0,)))
+    for _ in range(reps):
+        for k, argv in cmds.items():
+            if cold:
+                drop_caches()
+            res[k].append(run(argv, ok=ok.get(k, (0,))))
+    return res
+
+
+def med(rs: list[Result]) -> float:
+    return statistics.median(r.secs for r in rs)
+
+
+def peak(rs: list[Result]) -> float:
+    return max(r.rss_kb for r in rs) / 1024
+
+
+def bench_counts(args: argparse.Namespace, layout: str, shape: str, cold: bool) -> dict:
+    sizes = SHAPES[shape][1 if args.quick else 0]()
+    root = cached_tree(args.cache, layout, shape, sizes)
+    cmds = count_commands(layout, root)
+    reps = args.cold_reps if cold else args.reps
+    res = interleaved(cmds, reps, cold=cold, ok={"check": (0, 1, 2)})
+    doc = json.loads(res["stats"][-1].out)
+    total = doc["totals"]["total"] + doc["totals"]["foreign"]
+    assert total == sum(sizes), (total, sum(sizes))
+    # vsqs 0.3 cannot int() "<id>.new": its listing leaves those out
+    listed = sum(sizes) - (doc["totals"]["writing"] if layout == "vsqs" else 0)
+    assert int(res["client"][-1].out) == listed, (res["client"][-1].out, listed)
+    row = {k: {"ms": med(v) * 1000, "rss_mb": peak(v)} for k, v in res.items()}
+    row.update(layout=layout, shape=shape, messages=sum(sizes), queues=len(sizes), cache="cold" if cold else "warm")
+    return row
+
+
+def print_counts(row: dict) -> None:
+    f, c = row["find"]["ms"], row["client"]["ms"]
+    print(f"[{row['layout']:4} {row['shape']:6} {row['cache']}] {row['messages']:>9,} msgs / {row['queues']:>4} queues:"
+          f"  find {f:7.0f} ms ({row['find']['rss_mb']:4.0f} MB)  client {c:7.0f} ms ({row['client']['rss_mb']:4.0f} MB)",
+          flush=True)
+    for k in ("stats", "check"):
+        r = row[k]
+        print(f"    qconsole {k:5} {r['ms']:7.0f} ms = {r['ms'] / f:5.2f}x find, {r['ms'] / c:5.2f}x client;"
+              f" peak RSS {r['rss_mb']:5.0f} MB", flush=True)
+
+
+def bench_startup(args: argparse.Namespace) -> dict:
+    tiny = os.path.join(args.cache, "trees", "tiny-vsqs")
+    if not os.path.exists(tiny):
+        build(tiny, "vsqs", [5, 5])
+    env = dict(BASE_ENV, QCONSOLE_ROOT=tiny)
+    cmds = {
+        "stats --json": [QCONSOLE, "stats", "--json", tiny],
+        "check": [QCONSOLE, "check", tiny],
+        "ls": [QCONSOLE, "ls", "q00"],
+        "ls --json": [QCONSOLE, "ls", "q00", "--json"],
+        "python -c pass": [sys.executable, "-c", "pass"],
+    }
+    res = {}
+    for k, argv in cmds.items():  # warm-up
+        run(argv, env=env)
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    for _ in range(args.reps):
+        for k, argv in cmds.items():
+            times[k].append(run(argv, env=env).secs)
+    base = statistics.median(times["stats --json"])
+    print("start-up on a tiny root (2 queues of 5):", flush=True)
+    for k, ts in times.items():
+        m = statistics.median(ts)
+        res[k] = m * 1000
+        print(f"    {k:15} {m * 1000:6.1f} ms = {m / base:4.2f}x stats --json", flush=True)
+    return res
+
+
+# --------------------------------------------------------------------------- bulk operations
+
+
+def _fresh(base: str, name: str) -> str:
+    path = os.path.join(base, name)
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+def build_expired_ddmq(root: str, n: int, queues: tuple[str, ...] = ("q",), ready: int = 0) -> None:
+    """ddmq root: ``n`` expired messages in q/work (requeue: true), ``ready`` waiting ones."""
+    rnd = random.Random(3)
+    now = time.time()
+    os.makedirs(root)
+    _touch(os.path.join(root, "ddmq.yaml"))
+    for q in queues:
+        os.makedirs(os.path.join(root, q, "work"))
+        _touch(os.path.join(root, q, "ddmq.yaml"), YAML_DEFAULTS.replace("cleaned: 0", f"cleaned: {int(now)}").encode())
+    q = queues[0]
+    for i in range(n + ready):
+        prio = rnd.choice((999, 10, 1))
+        qn = str(now - 3600 + i * 0.001).replace(".", "")
+        uid = uuid.UUID(int=rnd.getrandbits(128)).hex
+        fname = f"{prio}.{qn}.ddmq{uid}"
+        body = ddmq_body(q, f"job {i}", prio, qn, uid, fname, requeue=True)
+        if i < n:
+            _touch(os.path.join(root, q, "work", f"{int(now) - rnd.randint(1, 600)}.{fname}"), body)
+        else:
+            _touch(os.path.join(root, q, fname), body)
+
+
+def build_expired_vsqs(root: str, n: int, queues: tuple[str, ...] = ("q",), ready: int = 0) -> None:
+    now_us = int(time.time() * 1_000_000)
+    os.makedirs(root)
+    for q in queues:
+        os.mkdir(os.path.join(root, q))
+    base = now_us - (n + ready) * 10 - 3_600_000_000
+    for i in range(n + ready):
+        mid = base + i * 10
+        name = f"{mid}.{now_us - 1_000_000 - i}" if i < n else str(mid)
+        _touch(os.path.join(root, queues[0], name), b'{"job": %d}' % i)
+
+
+CLIENT_DDMQ_CLEAN = (
+    "import sys; sys.path.insert(0, {tests!r})\n"
+    "from peers import ddmq_module\n"
+    "b = ddmq_module().broker({root!r})\n"
+    "b.get_settings('q')\n"
+    "b.clean('q', force=True)\n"
+)
+CLIENT_VSQS_REQUEUE = (
+    "import types\n"
+    "from vsqs.queue import Queue\n"
+    "q = Queue.__new__(Queue); q.path = {qdir!r}\n"
+    "assert q._get_oldest_message(visibility_timeout=600) == (None, None)\n"
+)
+CLIENT_DDMQ_PURGE = (
+    "import sys; sys.path.insert(0, {tests!r})\n"
+    "from peers import ddmq_module\n"
+    "print(ddmq_module().broker({root!r}).purge_queue('q'))\n"
+)
+CLIENT_VSQS_PURGE = (  # vsqs 0.3 has no purge; delete() works only in the consuming process
+    "import os, types\n"
+    "from vsqs.queue import Queue\n"
+    "d = {qdir!r}\n"
+    "for m in list(Queue._list_messages(types.SimpleNamespace(path=d))):\n"
+    "    os.unlink(os.path.join(d, '.'.join(map(str, m))))\n"
+)
+CLIENT_DDMQ_MOVE = (  # what a ddmq user's redrive script does: read, publish into dest, remove
+    "import os, sys; sys.path.insert(0, {tests!r})\n"
+    "from peers import ddmq_module\n"
+    "b = ddmq_module().broker({root!r})\n"
+    "w, k = b.get_message_list('q')\n"
+    "for name in w:\n"
+    "    p = os.path.join({root!r}, 'q', name)\n"
+    "    m = b.get_message(p)\n"
+    "    b.publish('dest', m.message, priority=m.priority, clean=False)\n"
+    "    os.remove(p)\n"
+)
+CLIENT_VSQS_MOVE = (  # receive from src, publish into dest, delete: the client's own protocol
+    "import os, sys, types\n"
+    "from vsqs.queue import Queue\n"
+    "class M: observer = types.SimpleNamespace(schedule=lambda *a: None)\n"
+    "src = Queue(M, {src!r}); dst = Queue(M, {dst!r})\n"
+    "while True:\n"
+    "    mid, data = src._get_oldest_message(600)\n"
+    "    if mid is None: break\n"
+    "    dst.publish(data)\n"
+    "    src.delete(mid)\n"
+)
+RENAME_LOOP = (
+    "import os\n"
+    "src, dst = {src!r}, {dst!r}\n"
+    "for n in os.listdir(src):\n"
+    "    os.rename(os.path.join(src, n), os.path.join(dst, n))\n"
+)
+
+
+def _rate(n: int, secs: list[float]) -> float:
+    return n / statistics.median(secs)
+
+
+def bulk_case(label: str, n: int, reps: int, setup, ours: list[str], theirs: list[str], theirs_label: str,
+              check=None, env: dict | None = None) -> dict:
+    """Interleaved rounds: fresh tree, qconsole; fresh tree, the client's action."""
+    t_ours: list[float] = []
+    t_theirs: list[float] = []
+    for _ in range(reps):
+        setup()
+        t_ours.append(run(ours, env=env).secs)
+        if check:
+            check()
+        setup()
+        t_theirs.append(run(theirs, env=env).secs)
+    a, b = _rate(n, t_ours), _rate(n, t_theirs)
+    print(f"    {label:38} {n:>7,} msgs: qconsole {a:8,.0f}/s   {theirs_label} {b:8,.0f}/s   = {a / b:5.2f}x",
+          flush=True)
+    return {"op": label, "n": n, "qconsole_per_s": a, "client": theirs_label, "client_per_s": b}
+
+
+def bench_bulk(args: argparse.Namespace) -> list[dict]:
+    base = os.path.join(args.cache, "bulk")
+    os.makedirs(base, exist_ok=True)
+    n = args.bulk_n
+    reps = args.bulk_reps
+    env = dict(BASE_ENV, QCONSOLE_READ_ONLY="")
+    out = []
+    root = os.path.join(base, "root")
+    audit = ["--audit-log", os.path.join(base, "audit.log")]
+
+    def qc(*argv: str) -> list[str]:
+        return [QCONSOLE, *argv, "--root", root, *audit]
+
+    def left(layout: str, q: str, want: int) -> None:
+        from qconsole.backends import open_target
+
+        s = open_target(root, layout).scan_queue(q)
+        assert s.counts["ready"] == want, (s.counts, want)
+        assert s.counts["writing"] == 0, s.counts
+
+    print(f"bulk operations (median of {reps} rounds, a fresh tree per run):", flush=True)
+    for size in sorted({min(20_000, n), n}):
+        out.append(bulk_case(
+            "ddmq requeue --all (expired)", size, reps,
+            lambda size=size: build_expired_ddmq(_fresh(base, "root"), size),
+            qc("requeue", "q", "--all"),
+            [sys.executable, "-c", CLIENT_DDMQ_CLEAN.format(tests=TESTS, root=root)], "ddmq clean()",
+            check=lambda size=size: left("ddmq", "q", size), env=env))
+    out.append(bulk_case(
+        "vsqs requeue --expired", n, reps,
+        lambda: build_expired_vsqs(_fresh(base, "root"), n),
+        qc("requeue", "q", "--expired"),
+        [sys.executable, "-c", CLIENT_VSQS_REQUEUE.format(qdir=os.path.join(root, "q"))], "vsqs requeue pass",
+        check=lambda: left("vsqs", "q", n), env=env))
+    for layout, builder, client, label in (
+        ("ddmq", build_expired_ddmq, CLIENT_DDMQ_PURGE.format(tests=TESTS, root=root), "ddmq purge_queue"),
+        ("vsqs", build_expired_vsqs, CLIENT_VSQS_PURGE.format(qdir=os.path.join(root, "q")), "listdir+unlink"),
+    ):
+        for extra in ([], ["--no-trash"]):
+            out.append(bulk_case(
+                f"{layout} purge --yes {' '.join(extra)}".rstrip(), n, reps,
+                lambda b=builder: b(_fresh(base, "root"), n // 2, ready=n - n // 2),
+                qc("purge", "q", "--yes", *extra), [sys.executable, "-c", client], label,
+                check=lambda lay=layout: left(lay, "q", 0), env=env))
+        out.append(_restore_case(base, root, layout, builder, n, reps, qc, env))
+    move_n = min(n, args.move_client_n)
+    out.append(bulk_case(
+        "ddmq move --all (ready)", move_n, reps,
+        lambda: build_expired_ddmq(_fresh(base, "root"), 0, queues=("q", "dest"), ready=move_n),
+        qc("move", "q", "dest", "--all"),
+        [sys.executable, "-c", CLIENT_DDMQ_MOVE.format(tests=TESTS, root=root)], "ddmq get+publish+remove",
+        check=lambda: left("ddmq", "dest", move_n), env=env))
+    out.append(bulk_case(
+        "vsqs move --all (ready)", move_n, reps,
+        lambda: build_expired_vsqs(_fresh(base, "root"), 0, queues=("q", "dest"), ready=move_n),
+        qc("move", "q", "dest", "--all"),
+        [sys.executable, "-c", CLIENT_VSQS_MOVE.format(src=os.path.join(root, "q"), dst=os.path.join(root, "dest"))],
+        "vsqs receive+publish+delete", check=lambda: left("vsqs", "dest", move_n), env=env))
+    shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def _restore_case(base: str, root: str, layout: str, builder, n: int, reps: int, qc, env) -> dict:
+    """trash restore of a purged queue vs a bare rename loop over the same trashed files."""
+    t_ours: list[float] = []
+    t_theirs: list[float] = []
+    for _ in range(reps):
+        builder(_fresh(base, "root"), n // 2, ready=n - n // 2)
+        run(qc("purge", "q", "--yes"), env=env)
+        t_ours.append(run(qc("trash", "restore"), env=env).secs)
+        builder(_fresh(base, "root"), n // 2, ready=n - n // 2)
+        src = os.path.join(root, "q")  # ddmq: the waiting files (work/ stays): a floor per file
+        dst = os.path.join(root, "moved")
+        os.mkdir(dst)
+        t_theirs.append(run([sys.executable, "-c", RENAME_LOOP.format(src=src, dst=dst)]).secs)
+    a, b = _rate(n, t_ours), _rate(n - (n // 2 if layout == "ddmq" else 0), t_theirs)
+    print(f"    {layout + ' trash restore':38} {n:>7,} msgs: qconsole {a:8,.0f}/s   bare rename loop {b:8,.0f}/s"
+          f"   = {a / b:5.2f}x", flush=True)
+    return {"op": f"{layout} trash restore", "n": n, "qconsole_per_s": a, "client": "bare rename loop",
+            "client_per_s": b}
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--cold", action="store_true", help="also time with the page cache dropped (root only)")
+    ap.add_argument("--cold-reps", type=int, default=3)
+    ap.add_argument("--shapes", default="big,many,spread")
+    ap.add_argument("--layouts", default="vsqs,ddmq")
+    ap.add_argument("--cache", default="/tmp/qc-scale")
+    ap.add_argument("--no-counts", action="store_true")
+    ap.add_argument("--no-startup", action="store_true")
+    ap.add_argument("--bulk", action="store_true", help="also time bulk operations against the clients'")
+    ap.add_argument("--bulk-n", type=int, default=None, help="messages per bulk operation (100k; quick 5k)")
+    ap.add_argument("--bulk-reps", type=int, default=3)
+    ap.add_argument("--move-client-n", type=int, default=20_000,
+                    help="move size (the VSQS client lists the destination per publish: O(n^2))")
+    ap.add_argument("--json", help="write every figure to this file")
+    ap.add_argument("--qconsole", help="the qconsole console script to time (default: this venv's)")
+    args = ap.parse_args()
+    if args.qconsole:  # e.g. an older checkout's venv, for before/after figures
+        global QCONSOLE
+        QCONSOLE = args.qconsole
+    if args.bulk_n is None:
+        args.bulk_n = 5_000 if args.quick else 100_000
+    if args.quick:
+        args.move_client_n = min(args.move_client_n, 2_000)
+    os.makedirs(args.cache, exist_ok=True)
+    load = os.getloadavg()
+    print(f"bench_scale: {os.cpu_count()} CPUs, load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
+          f"medians of {args.reps}{' (quick sizes)' if args.quick else ''}, trees under {args.cache}", flush=True)
+    doc: dict = {"load": load, "quick": args.quick, "counts": [], "startup": None, "bulk": None}
+    if not args.no_startup:
+        doc["startup"] = bench_startup(args)
+    if not args.no_counts:
+        caches = ["warm"]
+        if args.cold:
+            why = drop_caches()
+            if why:
+                print(f"cold cache: {why}; warm cache only", flush=True)
+            else:
+                caches.append("cold")
+        for shape in args.shapes.split(","):
+            for layout in args.layouts.split(","):
+                for cache in caches:
+                    row = bench_counts(args, layout, shape, cache == "cold")
+                    print_counts(row)
+                    doc["counts"].append(row)
+    if args.bulk:
+        doc["bulk"] = bench_bulk(args)
+    load = os.getloadavg()
+    print(f"load after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(doc, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

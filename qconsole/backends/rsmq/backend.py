@@ -1,0 +1,723 @@
+"""The RSMQ backend: one namespace of Redis Simple Message Queue (smrchy/rsmq and its ports).
+
+Keys (DESIGN.md §1), namespace ``ns``: ``{ns}:QUEUES`` (set of queue names); ``{ns}:{q}:Q``
+(hash: vt, delay, maxsize, created, modified, totalsent, totalrecv; per message ``{id}`` the
+body, ``{id}:rc`` the receive count, ``{id}:fr`` the first receive in epoch ms); ``{ns}:{q}``
+(sorted set of ids scored by the epoch ms at which each is next visible).
+
+States, from Redis data alone with Redis TIME as now: ``ready`` (visible, never received),
+``expired`` (received, its visibility timeout passed: the next receive delivers it again),
+``inflight`` (received, hidden until its score), ``delayed`` (never received, hidden until its
+score).
+
+Counting reads only O(1) figures and the hidden range: ZCARD, ZCOUNT, HLEN, the settings by
+HMGET, then the hidden members by rank in chunks and their receive counts by HMGET. The
+visible range is split into ready and expired by its receive counts too when it is small
+(:data:`EXACT_VISIBLE`), else by arithmetic on HLEN (every received message has exactly two
+extra fields, ``:rc`` and ``:fr``). No KEYS, no HGETALL, no script, no MULTI: a read-only
+ACL user (``+@read +time``) can count. Plain ZRANGE/HMGET chunks rather than a script that
+sums each chunk on the server: measured at 1M messages, a Lua loop of HGETs costs the server
+several times what one HMGET of the same fields does, and a console refreshing every 2 s must
+not load a production Redis; hiredis keeps the client's side of the replies cheap.
+
+qconsole's own keys (the trash) live under ``{ns}:qconsole:trash...``: a queue name has no
+``:`` in either client, so no queue's keys are ever these, and no client reads them.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+import time
+
+from ...errors import OperationError, QueueNameError, RootError, SettingsError, UnknownQueueError
+from ...model import Message, QueueScan, RootScan
+from ...states import DELAYED, EXPIRED, INFLIGHT, READY, RSMQ
+from ..base import (CREATE_QUEUE, DELAYED as CAP_DELAYED, DELETE_QUEUE, REDELIVERY_COUNT, SETTINGS, TRASH,
+                    Backend, Option, Setting, SettingField)
+from . import scripts
+from .target import Target, connect, describe_error, parse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
+
+    from ...payload import Payload
+    from ..results import TrashBatch
+
+#: members (and receive counts) read per command: each answers in well under a millisecond
+CHUNK = 1000
+#: commands sent per round trip
+PIPELINE = 16
+#: a visible range up to this size is split into ready/expired by reading its receive counts;
+#: a bigger one by the HLEN arithmetic (O(1))
+EXACT_VISIBLE = 20_000
+#: how far into the visible range counting looks for the oldest ready message
+OLDEST_SCAN_LIMIT = 10 * CHUNK
+#: rsmq's bounds (Node rsmq 0.12.4 _validate; PyRSMQ allows maxsize up to 65565)
+VT_MAX = DELAY_MAX = 9_999_999
+MAXSIZE_MIN, MAXSIZE_MAX = 1024, 65536
+#: queue attributes rsmq clients write into the queue's hash (not messages)
+ATTRS = ("vt", "delay", "maxsize", "totalsent", "totalrecv", "created", "modified", "createdby")
+#: Node rsmq's queue-name rule: what `create` accepts, so every client can use the queue
+NODE_QNAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
+ID_CHARS = string.ascii_letters + string.digits
+
+
+class RsmqMessage(Message):
+    """A message with what qconsole saw of it in Redis (checked again by every change)."""
+
+    __slots__ = ("score", "rc", "fr")
+
+    def __init__(self, *args: Any, score: float = 0.0, rc: int = 0, fr: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.score = score
+        self.rc = rc
+        self.fr = fr
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, s) for s in (*Message.__slots__, *RsmqMessage.__slots__))
+
+    def __repr__(self) -> str:
+        return f"RsmqMessage(queue={self.queue!r}, id={self.id!r}, state={self.state!r}, score={self.score!r}, rc={self.rc!r})"
+
+
+def id_time(mid: str) -> float | None:
+    """Send time (epoch s) from an rsmq id: base36 of Redis TIME in µs, the first 10 characters."""
+    try:
+        return int(mid[:10], 36) / 1e6
+    except ValueError:
+        return None
+
+
+def _s(value: Any) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
+
+
+def _int(value: Any, default: int | None = None) -> int | None:
+    if value is None:
+        return default
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return default
+
+
+def _num(value: Any) -> float | int | None:
+    """A setting as stored (PyRSMQ may store floats): int when whole."""
+    if value is None:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(x) if x.is_integer() else x
+
+
+class _Tally:
+    """What counting a queue's members adds up."""
+
+    def __init__(self) -> None:
+        self.counts = {READY: 0, INFLIGHT: 0, EXPIRED: 0, DELAYED: 0}
+        self.more_than_once = 0
+        self.next_inflight: float | None = None
+        self.next_hidden: float | None = None
+        self.first_ready: str | None = None
+        self.messages: list[Message] = []
+        self._seen: set[bytes] = set()
+
+    def members(self, queue: str, kind: str, members: list[tuple[bytes, float]], values: list[list[Any]],
+                now_ms: int, *, count: bool, collect: bool) -> None:
+        seen, counts = self._seen, self.counts
+        for (mid, score), vals in zip(members, values):
+            if mid in seen:  # a member can move between chunks while they are read
+                continue
+            seen.add(mid)
+            raw = vals[0]
+            rc = int(raw) if raw is not None and raw.isdigit() else 0
+            # each judged by the one `now` of the scan
+            if score <= now_ms:
+                state = EXPIRED if rc else READY
+                if not rc and self.first_ready is None:
+                    self.first_ready = _s(mid)
+            else:
+                state = INFLIGHT if rc else DELAYED
+                if count:
+                    if self.next_hidden is None or score < self.next_hidden:
+                        self.next_hidden = score
+                    if rc and (self.next_inflight is None or score < self.next_inflight):
+                        self.next_inflight = score
+            if not count:
+                continue
+            counts[state] += 1
+            if rc > 1:
+                self.more_than_once += 1
+            if collect:
+                sid = _s(mid)
+                fr = _int(vals[1]) if len(vals) > 1 else None
+                self.messages.append(RsmqMessage(
+                    queue, kind, sid, state, sid, created_at=id_time(sid),
+                    deadline=None if state == READY else score / 1000.0, score=score, rc=rc, fr=fr))
+
+
+class RsmqBackend(Backend):
+    kind = RSMQ
+    title = "RSMQ"
+    capabilities = frozenset({CAP_DELAYED, TRASH, SETTINGS, CREATE_QUEUE, DELETE_QUEUE, REDELIVERY_COUNT})
+    #: 10 base36 characters of send time, then 6 of the 22 random ones: unique in practice
+    short_id_chars = 16
+    publish_options = (
+        Option("delay", "float", "Seconds before the message becomes visible (0-9999999, ms precision; "
+               "default: the queue's delay).", minimum=0),
+        Option("realtime", "bool", "Also PUBLISH the queue's size on {ns}:rt:{queue}, as rsmq's realtime mode.",
+               flag="--realtime"),
+    )
+    setting_fields = (
+        SettingField("vt", "int", "Visibility timeout: seconds a received message stays hidden.", minimum=0,
+                     maximum=VT_MAX),
+        SettingField("delay", "int", "Seconds a new message stays hidden before its first delivery.", minimum=0,
+                     maximum=DELAY_MAX),
+        SettingField("maxsize", "int", "Largest message in bytes (1024-65536, or -1 for no limit).",
+                     minimum=-1, maximum=MAXSIZE_MAX),
+    )
+
+    def __init__(self, target: Target, client: Any = None) -> None:
+        self.spec = target
+        self.target = target.shown
+        self.ns = target.ns
+        self.path = target.shown  # what `ls --json` and others print as the root
+        self._client = client if client is not None else connect(target)
+        self._scripts: dict[str, Any] = {}
+
+    @classmethod
+    def open(cls, text: str) -> RsmqBackend:
+        from .target import hide_in_process_title
+
+        target = parse(text)
+        hide_in_process_title(target.secret)  # a password typed in the URL leaves `ps` at once
+        return cls(target)
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except Exception:  # noqa: BLE001 (closing never fails a command)
+            pass
+
+    def _call(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a redis-py call; its errors become one line (no password, no traceback)."""
+        import redis.exceptions as rx
+
+        try:
+            return func(*args, **kwargs)
+        except rx.RedisError as err:
+            raise RootError(self.spec.scrub(f"{self.target}: {describe_error(err)}")) from None
+
+    def _script(self, name: str) -> Any:
+        script = self._scripts.get(name)
+        if script is None:
+            script = self._scripts[name] = self._client.register_script(getattr(scripts, name))
+        return script
+
+    def _run_script(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
+        return self._call(self._script(name), keys=keys, args=args, client=client)
+
+    def _pipe(self) -> Any:
+        return self._client.pipeline(transaction=False)  # never MULTI: read-only users count too
+
+    def zkey(self, queue: str) -> str:
+        return f"{self.ns}:{queue}"
+
+    def hkey(self, queue: str) -> str:
+        return f"{self.ns}:{queue}:Q"
+
+    @property
+    def queues_key(self) -> str:
+        return f"{self.ns}:QUEUES"
+
+    @property
+    def trash_index(self) -> str:
+        return f"{self.ns}:qconsole:trash"
+
+    def _trash_keys(self, batch: str) -> tuple[str, str, str]:
+        base = f"{self.ns}:qconsole:trash:{batch}"
+        return base, base + ":m", base + ":o"
+
+    def clock(self) -> tuple[float, int]:
+        """Redis TIME as (epoch seconds, epoch ms as rsmq computes it)."""
+        sec, usec = self._call(self._client.time)
+        return int(sec) + int(usec) / 1e6, int(sec) * 1000 + int(usec) // 1000
+
+    def now(self) -> float:
+        return self.clock()[0]
+
+    def describe(self) -> dict[str, Any]:
+        return {"root": self.target, "layout": self.kind, "ns": self.ns}
+
+    def default_audit_log(self) -> str:
+        import os
+
+        from ...ops import audit
+
+        return os.path.join(audit.state_home(), audit.LOG_NAME)
+
+    def reopen_spec(self) -> dict[str, Any]:
+        return {"target": self.target, "layout": self.kind}
+
+    # ------------------------------------------------------------------ reading
+
+    def validate_queue_name(self, name: str) -> str:
+        """A name qconsole works on: a plain name as for every store (no '/', not '..', no leading
+        '.'), no ':' (it would reach into other keys; neither client allows it), 1-160 printable
+        characters. PyRSMQ also allows dots inside, spaces and more: those work."""
+        from ..fs.root import validate_queue_name
+
+        validate_queue_name(name)  # the plain-name rule every store shares (no '/', '..', leading '.')
+        if ":" in name:
+            raise QueueNameError(f"bad queue name {name!r}: rsmq queue names have no ':'")
+        if len(name) > 160 or not name.isprintable():
+            raise QueueNameError(f"bad queue name {name!r}: at most 160 printable characters")
+        return name
+
+    def queue_names(self) -> tuple[list[str], list[str]]:
+        members = self._call(self._client.smembers, self.queues_key)
+        names, errors = [], []
+        for raw in members:
+            name = _s(raw)
+            try:
+                names.append(self.validate_queue_name(name))
+            except QueueNameError as err:
+                errors.append(f"{self.queues_key} lists {name!r}, which qconsole leaves alone: {err}")
+        return sorted(names), errors
+
+    def require_queue(self, name: str) -> None:
+        self.validate_queue_name(name)
+        if not self._call(self._client.hexists, self.hkey(name), "vt"):
+            raise UnknownQueueError(f"no queue {name!r} in {self.target}")
+
+    def queue_path(self, name: str) -> str:
+        """Where the queue is, as shown (its sorted set's key)."""
+        return self.zkey(self.validate_queue_name(name))
+
+    def scan(self, queues: Iterable[str] | None = None, now: float | None = None, *,
+             check_types: bool = False, jobs: int | None = 1) -> RootScan:
+        started = time.perf_counter()
+        names, errors = self.queue_names()
+        if queues:
+            wanted = [self.validate_queue_name(q) for q in queues]
+            missing = [q for q in wanted if q not in names]
+            if missing:
+                raise UnknownQueueError(f"no queue {missing[0]!r} in {self.target}")
+            names = wanted
+        now_s, now_ms = self.clock() if now is None else (now, int(now * 1000))
+        scans = [self._scan_one(n, now_s, now_ms, collect=False) for n in names]
+        return RootScan(root=self.target, layout=self.kind, generated_at=now_s,
+                        duration_s=time.perf_counter() - started, queues=scans, errors=errors)
+
+    def scan_queue(self, name: str, now: float | None = None, *, collect: bool = False,
+                   check_types: bool = False) -> QueueScan:
+        self.require_queue(name)
+        now_s, now_ms = self.clock() if now is None else (now, int(now * 1000))
+        return self._scan_one(name, now_s, now_ms, collect=collect)
+
+    def _range(self, key: str, start: int, stop: int) -> list[tuple[bytes, float]]:
+        """Members (raw bytes) of ranks start..stop (inclusive) with scores, in chunks, pipelined."""
+        out: list[tuple[bytes, float]] = []
+        pos = start
+        while pos <= stop:
+            pipe = self._pipe()
+            for _ in range(PIPELINE):
+                if pos > stop:
+                    break
+                pipe.zrange(key, pos, min(pos + CHUNK - 1, stop), withscores=True)
+                pos += CHUNK
+            for chunk in self._call(pipe.execute):
+                out.extend(chunk)
+        return out
+
+    def _fields(self, hkey: str, ids: list[bytes], suffixes: tuple[bytes, ...]) -> list[list[Any]]:
+        """HMGET of ``id + suffix`` for each id, CHUNK ids a command, pipelined."""
+        out: list[list[Any]] = []
+        width = len(suffixes)
+        step = max(1, CHUNK // width)
+        for base in range(0, len(ids), step * PIPELINE):
+            pipe = self._pipe()
+            for i in range(base, min(base + step * PIPELINE, len(ids)), step):
+                part = ids[i:i + step]
+                pipe.hmget(hkey, [m + sfx for m in part for sfx in suffixes])
+            for values in self._call(pipe.execute):
+                out.extend(values[j:j + width] for j in range(0, len(values), width))
+        return out
+
+    def _scan_one(self, name: str, now_s: float, now_ms: int, *, collect: bool, force_exact: bool = False) -> QueueScan:
+        zkey, hkey = self.zkey(name), self.hkey(name)
+        scan = QueueScan(name, self.kind, now_s)
+        pipe = self._pipe()
+        pipe.hmget(hkey, ATTRS)
+        pipe.zcard(zkey)
+        pipe.zcount(zkey, f"({now_ms}", "+inf")
+        pipe.hlen(hkey)
+        attrs, total, hidden, hlen = self._call(pipe.execute)
+        attr = dict(zip(ATTRS, attrs))
+        if attr["vt"] is None:
+            scan.errors.append(f"listed in {self.queues_key} but {hkey} has no settings (deleted meanwhile?)")
+        visible = max(0, total - hidden)
+        exact = collect or force_exact or visible <= EXACT_VISIBLE
+        tally = _Tally()
+        # plain reads: the members by rank and their receive counts by HMGET, in chunks
+        hidden_members = self._range(zkey, visible, total - 1) if hidden else []
+        wanted = (b":rc", b":fr") if collect else (b":rc",)
+        hidden_rc = self._fields(hkey, [m for m, _ in hidden_members], wanted)
+        if exact:
+            visible_members = self._range(zkey, 0, visible - 1) if visible else []
+            visible_rc = self._fields(hkey, [m for m, _ in visible_members], wanted)
+        else:
+            # only as far into the visible range as it takes to meet the first ready message
+            visible_members, visible_rc = [], []
+            pos, step = 0, 100
+            while pos < min(visible, OLDEST_SCAN_LIMIT):
+                part = self._range(zkey, pos, min(pos + step, visible) - 1)
+                rcs = self._fields(hkey, [m for m, _ in part], (b":rc",))
+                visible_members += part
+                visible_rc += rcs
+                if not part or any(v[0] is None for v in rcs):
+                    break
+                pos, step = pos + step, CHUNK
+        tally.members(name, self.kind, visible_members, visible_rc, now_ms, count=exact, collect=collect)
+        tally.members(name, self.kind, hidden_members, hidden_rc, now_ms, count=True, collect=collect)
+        counts = scan.counts
+        for state in (READY, INFLIGHT, EXPIRED, DELAYED):
+            counts[state] = tally.counts[state]
+        attr_fields = sum(v is not None for v in attrs)
+        # every message has its body field; every received one also :rc and :fr
+        received_total = (hlen - total - attr_fields) / 2
+        if not exact:
+            received_visible = received_total - counts[INFLIGHT]
+            if received_total != int(received_total) or not 0 <= received_visible <= visible:
+                # fields that are neither messages nor rsmq's: count exactly, slowly but in chunks
+                exact_scan = self._scan_one(name, now_s, now_ms, collect=False, force_exact=True)
+                exact_scan.warnings.insert(0, f"{hkey} has {hlen} fields, which {total} messages do not account "
+                                              "for; counted ready/expired by reading every receive count")
+                return exact_scan
+            counts[EXPIRED] = int(received_visible)
+            counts[READY] = visible - int(received_visible)
+        elif received_total != int(received_total) or received_total < counts[INFLIGHT] + counts[EXPIRED]:
+            scan.warnings.append(f"{hkey} has {hlen} fields for {total} messages: some fields belong to "
+                                 "no message (orphans) or some messages have no body")
+        scan.oldest_ready_created = None if tally.first_ready is None else id_time(tally.first_ready)
+        scan.next_deadline = None if tally.next_inflight is None else tally.next_inflight / 1000.0
+        nv = tally.next_hidden
+        scan.extras = {
+            "totalsent": _int(attr["totalsent"], 0),
+            "totalrecv": _int(attr["totalrecv"], 0),
+            "vt": _num(attr["vt"]),
+            "delay": _num(attr["delay"]),
+            "maxsize": _num(attr["maxsize"]),
+            "created": _int(attr["created"]),
+            "modified": _int(attr["modified"]),
+            # over every message's receive count (unknown for the visible range counted by HLEN)
+            "received_more_than_once": tally.more_than_once if exact else None,
+            "next_visible_s": None if nv is None else round(max(0.0, nv / 1000.0 - now_s), 3),
+            "counted": "exact" if exact else "hlen",
+        }
+        if collect:
+            scan.messages = tally.messages
+        return scan
+
+    def read_payload(self, msg: Message, cap: int | None) -> Payload:
+        """The body by HGET (peek never changes rc, fr, totalrecv or the score)."""
+        from ...errors import MessageNotFoundError
+        from ...payload import payload_from_bytes
+
+        body = self._call(self._client.hget, self.hkey(msg.queue), msg.id)
+        if body is None:
+            raise MessageNotFoundError(f"message {msg.id} is gone from {msg.queue!r} (consumed meanwhile?)")
+        data = bytes(body)
+        return payload_from_bytes(data if cap is None else data[:cap + 1], len(data), cap)
+
+    def message_fields(self, queue: str, mid: str) -> dict[str, Any]:
+        """Peek's metadata: receive count, first receive (ms) and score, by plain reads."""
+        pipe = self._pipe()
+        pipe.hmget(self.hkey(queue), [mid + ":rc", mid + ":fr"])
+        pipe.zscore(self.zkey(queue), mid)
+        (rc, fr), score = self._call(pipe.execute)
+        return {"rc": _int(rc, 0), "fr": _int(fr), "score": score}
+
+    def message_sizes(self, queue: str, msgs: Sequence[Message]) -> dict[str, int | None]:
+        """Body sizes by HSTRLEN (``ls``)."""
+        out: dict[str, int | None] = {}
+        for base in range(0, len(msgs), CHUNK):
+            pipe = self._pipe()
+            part = msgs[base:base + CHUNK]
+            for m in part:
+                pipe.hstrlen(self.hkey(queue), m.id)
+            for m, n in zip(part, self._call(pipe.execute)):
+                out[m.relpath] = n
+        return out
+
+    # ------------------------------------------------------------------ settings
+
+    def settings(self, queue: str | None) -> dict[str, Setting]:
+        if queue is None:
+            raise SettingsError("RSMQ settings belong to a queue: name one (qconsole config QUEUE)")
+        self.require_queue(queue)
+        values = self._call(self._client.hmget, self.hkey(queue), [f.key for f in self.setting_fields])
+        return {f.key: Setting(f.key, _num(v), "queue") for f, v in zip(self.setting_fields, values)}
+
+    def parse_setting(self, key: str, text: str) -> Any:
+        field = next((f for f in self.setting_fields if f.key == key), None)
+        if field is None:
+            raise SettingsError(f"unknown RSMQ setting {key!r}: use {', '.join(f.key for f in self.setting_fields)}")
+        t = text.strip()
+        if not (t.lstrip("-").isascii() and t.lstrip("-").isdigit()):
+            raise SettingsError(f"{key} must be a whole number, not {text!r}")
+        return int(t)
+
+    def validate_settings(self, values: dict[str, Any]) -> list[str]:
+        problems = []
+        for key, value in values.items():
+            if key not in ("vt", "delay", "maxsize"):
+                problems.append(f"unknown RSMQ setting {key!r}: use vt, delay, maxsize")
+            elif isinstance(value, bool) or not isinstance(value, int):
+                problems.append(f"{key} must be a whole number, not {value!r}")
+            elif key in ("vt", "delay") and not 0 <= value <= VT_MAX:
+                problems.append(f"{key} must be between 0 and {VT_MAX} (rsmq's bounds), not {value}")
+            elif key == "maxsize" and value != -1 and not MAXSIZE_MIN <= value <= MAXSIZE_MAX:
+                problems.append(f"maxsize must be between {MAXSIZE_MIN} and {MAXSIZE_MAX}, or -1, not {value}")
+        return problems
+
+    def check_settings_request(self, values: dict[str, Any], unset: Sequence[str] | None) -> list[str]:
+        if unset:
+            raise SettingsError("RSMQ settings cannot be unset (every queue has vt, delay and maxsize)")
+        problems = self.validate_settings(values)
+        if problems:
+            raise SettingsError(problems[0])
+        return []
+
+    def save_settings(self, queue: str | None, values: dict[str, Any], unset: Sequence[str],
+                      settle_s: float) -> int:
+        if queue is None:
+            raise SettingsError("RSMQ settings belong to a queue: name one")
+        self.check_settings_request(values, unset)
+        args: list[Any] = []
+        for key in sorted(values):
+            args += [key, str(values[key])]
+        if self._run_script("CONFIG", [self.hkey(queue)], args) != b"ok":
+            raise UnknownQueueError(f"no queue {queue!r} in {self.target}")
+        return 1
+
+    # ------------------------------------------------------------------ changes
+
+    def check_publish(self, options: dict[str, Any]) -> None:
+        super().check_publish(options)
+        delay = options.get("delay")
+        if delay is not None and delay > DELAY_MAX:
+            raise OperationError(f"delay must be between 0 and {DELAY_MAX} seconds (rsmq's bounds), not {delay:g}")
+
+    def publish(self, queue: str, payloads: Sequence[bytes], options: dict[str, Any]) -> list[str]:
+        """rsmq's sendMessage, one script per message (ids in rsmq's format; totalsent counted)."""
+        self.require_queue(queue)
+        delay = options.get("delay")
+        delay_arg = "" if delay is None else str(int(round(float(delay) * 1000)))
+        realtime = "1" if options.get("realtime") else ""
+        channel = f"{self.ns}:rt:{queue}"
+        keys = [self.zkey(queue), self.hkey(queue)]
+        done: list[str] = []
+        for body in payloads:
+            for _attempt in range(5):
+                rand = "".join(secrets.choice(ID_CHARS) for _ in range(22))
+                out = self._run_script("PUBLISH", keys, [bytes(body), delay_arg, rand, realtime, channel])
+                word = _s(out[0])
+                if word != "exists":
+                    break
+            if word == "ok":
+                done.append(_s(out[1]))
+            elif word == "toolong":
+                raise OperationError(f"message of {len(body)} bytes is longer than the queue's maxsize "
+                                     f"({_s(out[1])}); {len(done)} published before it")
+            elif word == "noqueue":
+                raise UnknownQueueError(f"no queue {queue!r} in {self.target} (deleted meanwhile?)")
+            else:
+                raise OperationError(f"publish: could not make a unique id ({word})")
+        return done
+
+    @staticmethod
+    def _seen(msg: Message) -> list[Any]:
+        return [msg.id, repr(float(getattr(msg, "score", 0.0))), str(getattr(msg, "rc", 0) or 0)]
+
+    def _checked(self, msgs: Sequence[Message]) -> list[Message]:
+        for m in msgs:
+            if not isinstance(m, RsmqMessage):
+                raise OperationError(f"message {m.id} was not read from this RSMQ target")
+        return list(msgs)
+
+    def requeue(self, queue: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
+        from ..results import CHANGED, CONSUMED
+
+        msgs = self._checked(msgs)
+        keys = [self.zkey(queue), self.hkey(queue)]
+        out: list[tuple[str, str | None]] = []
+        for m in msgs:
+            word = _s(self._run_script("REQUEUE", keys, self._seen(m)))
+            # "visible": its timeout had passed already; the next receive takes it, as asked
+            out.append((m.id, None if word in ("ok", "visible") else (CONSUMED if word == "gone" else CHANGED)))
+        return out
+
+    def remove(self, action: str, queue: str, msgs: Sequence[Message], *, use_trash: bool,
+               user: str) -> tuple[list[tuple[str, str | None]], str | None]:
+        from ..results import CHANGED, CONSUMED
+
+        msgs = self._checked(msgs)
+        self.require_queue(queue)
+        if not msgs:
+            return [], None
+        batch = None
+        meta = tmsgs = torder = ""
+        if use_trash:
+            batch = self._new_batch(action, queue, user)
+            meta, tmsgs, torder = self._trash_keys(batch)
+        keys = [self.zkey(queue), self.hkey(queue), tmsgs or "", torder or ""]
+        if not use_trash:
+            keys[2:] = [f"{self.ns}:qconsole:unused", f"{self.ns}:qconsole:unused"]
+        out: list[tuple[str, str | None]] = []
+        done = 0
+        try:
+            for i, m in enumerate(msgs):
+                word = _s(self._run_script("REMOVE", keys, [*self._seen(m), "1" if use_trash else "", i]))
+                if word == "ok":
+                    done += 1
+                out.append((m.id, None if word == "ok" else (CONSUMED if word == "gone" else CHANGED)))
+        finally:
+            if batch:
+                self._call(self._client.hset, meta, mapping={"count": done, "complete": 1})
+                if not done:
+                    self._drop_batch(batch)
+                    batch = None
+        return out, batch
+
+    def move(self, src: str, dest: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
+        from ..results import CHANGED, CONSUMED
+
+        msgs = self._checked(msgs)
+        self.require_queue(src)
+        self.require_queue(dest)
+        keys = [self.zkey(src), self.hkey(src), self.zkey(dest), self.hkey(dest)]
+        out: list[tuple[str, str | None]] = []
+        # oldest first (by the id's send time), whatever their state: each lands at Redis TIME, later
+        # ones at the same or a later ms, and equal scores deliver in id order: DEST keeps the
+        # order they were sent in (as the file backends' move does)
+        for m in sorted(msgs, key=lambda m: m.id):
+            word = _s(self._run_script("MOVE", keys, self._seen(m)))
+            reasons = {"gone": CONSUMED, "changed": CHANGED, "nodest": f"queue {dest!r} is gone",
+                       "exists": f"an id {m.id} is in {dest!r} already"}
+            out.append((m.id, None if word == "ok" else reasons.get(word, word)))
+        return out
+
+    @classmethod
+    def check_new_queue_name(cls, name: str) -> str:
+        """What `create` accepts: a name Node rsmq accepts too, so every client can use the queue."""
+        if not name or len(name) > 160 or not set(name) <= NODE_QNAME_CHARS:
+            raise QueueNameError(f"bad queue name {name!r}: rsmq queue names are 1-160 of A-Z a-z 0-9 _ -")
+        return name
+
+    def create_queue(self, queue: str, *, vt: int = 30, delay: int = 0, maxsize: int = 65536) -> None:
+        """rsmq's createQueue (its defaults; a name Node rsmq accepts, so every client can use it)."""
+        self.check_new_queue_name(queue)
+        problems = self.validate_settings({"vt": vt, "delay": delay, "maxsize": maxsize})
+        if problems:
+            raise SettingsError(problems[0])
+        word = _s(self._run_script("CREATE", [self.hkey(queue), self.queues_key], [queue, vt, delay, maxsize]))
+        if word == "exists":
+            raise OperationError(f"{queue!r} already exists in {self.target}")
+
+    def delete_queue(self, queue: str) -> int:
+        """rsmq's deleteQueue: the queue's hash and sorted set, and its name in QUEUES."""
+        self.validate_queue_name(queue)
+        return int(self._run_script("DELETE_QUEUE", [self.hkey(queue), self.zkey(queue), self.queues_key], [queue]))
+
+    # ------------------------------------------------------------------ trash
+
+    def _new_batch(self, action: str, queue: str, user: str) -> str:
+        now = self.now()
+        batch = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "-" + secrets.token_hex(3)
+        meta, _m, _o = self._trash_keys(batch)
+        pipe = self._pipe()
+        pipe.hset(meta, mapping={"action": action, "queue": queue, "user": user, "created": repr(now),
+                                 "count": 0, "complete": 0})
+        pipe.zadd(self.trash_index, {batch: now})
+        self._call(pipe.execute)
+        return batch
+
+    def _drop_batch(self, batch: str) -> None:
+        pipe = self._pipe()
+        pipe.unlink(*self._trash_keys(batch))  # UNLINK: a big batch is freed off the main thread
+        pipe.zrem(self.trash_index, batch)
+        self._call(pipe.execute)
+
+    def trash_list(self) -> list[TrashBatch]:
+        from ..results import TrashBatch
+
+        names = [_s(b) for b in self._call(self._client.zrange, self.trash_index, 0, -1)]
+        out = []
+        for base in range(0, len(names), CHUNK):
+            pipe = self._pipe()
+            part = names[base:base + CHUNK]
+            for b in part:
+                meta, _m, order = self._trash_keys(b)
+                pipe.hmget(meta, ["action", "queue", "user", "created"])
+                pipe.zcard(order)
+            res = self._call(pipe.execute)
+            for i, b in enumerate(part):
+                action, queue, user, created = (None if v is None else _s(v) for v in res[2 * i])
+                out.append(TrashBatch(batch=b, created_at=float(created or 0), action=action or "?",
+                                      queue=queue, count=int(res[2 * i + 1]), user=user or ""))
+        return out
+
+    def trash_batch_queue(self, batch: str | None) -> tuple[str, str | None]:
+        batches = self.trash_list()
+        if not batches:
+            raise OperationError("the trash is empty")
+        if batch is None:
+            pick = batches[-1]
+        else:
+            pick = next((b for b in batches if b.batch == batch), None)
+            if pick is None:
+                raise OperationError(f"no trash batch {batch!r} (see `qconsole trash list`)")
+        return pick.batch, pick.queue
+
+    def trash_restore(self, batch: str) -> tuple[list[str], list[tuple[str, str]]]:
+        """Every message of ``batch`` back where it was, in its order, with body, rc, fr and score."""
+        name, queue = self.trash_batch_queue(batch)
+        if queue is None:
+            raise OperationError(f"trash batch {name} names no queue")
+        meta, tmsgs, torder = self._trash_keys(name)
+        keys = [self.zkey(queue), self.hkey(queue), tmsgs, torder]
+        done: list[str] = []
+        skipped: list[tuple[str, str]] = []
+        ids = [_s(m) for m in self._call(self._client.zrange, torder, 0, -1)]
+        reasons = {"gone": "no longer in the trash", "noqueue": f"queue {queue!r} is gone",
+                   "exists": f"an id like it is in {queue!r} again"}
+        for mid in ids:
+            word = _s(self._run_script("RESTORE", keys, [mid]))
+            if word == "ok":
+                done.append(mid)
+            else:
+                skipped.append((mid, reasons.get(word, word)))
+        if not self._call(self._client.zcard, torder):
+            self._drop_batch(name)
+        return done, skipped
+
+    def trash_empty(self, older_than_s: float | None) -> list[str]:
+        now = self.now()
+        gone = []
+        for b in self.trash_list():
+            if older_than_s is None or now - b.created_at >= older_than_s:
+                self._drop_batch(b.batch)
+                gone.append(b.batch)
+        return gone

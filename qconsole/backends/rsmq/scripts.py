@@ -1,0 +1,140 @@
+"""The Lua scripts behind every RSMQ change: one script per message, atomic on the server.
+
+Each script that changes a message first checks that it is still what qconsole saw (its score
+and receive count): a message a consumer deleted meanwhile answers ``gone``, one a consumer
+received (re-scored, ``rc`` + 1) answers ``changed``; neither is touched. "Now" is always Redis
+TIME in milliseconds, computed as rsmq does (seconds and the first three digits of the µs).
+
+Every key a script touches is passed in KEYS. Scripts are short and bounded (a handful of
+commands on one message), so none blocks the server noticeably.
+"""
+
+from __future__ import annotations
+
+_NOW = """
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"""
+
+# KEYS[1] zset, KEYS[2] hash; ARGV[1] id, ARGV[2] score seen, ARGV[3] rc seen ("0": none)
+_CHECK = """
+local id = ARGV[1]
+local s = redis.call("ZSCORE", KEYS[1], id)
+if not s then return "gone" end
+local rc = redis.call("HGET", KEYS[2], id .. ":rc")
+if tonumber(s) ~= tonumber(ARGV[2]) or tonumber(rc or "0") ~= tonumber(ARGV[3]) then return "changed" end
+"""
+
+#: visible now, as changeMessageVisibility with vt 0; one already visible is left where it is
+#: (re-scoring it would only move it back in the delivery order)
+REQUEUE = _CHECK + _NOW + """
+if tonumber(s) <= now then return "visible" end
+redis.call("ZADD", KEYS[1], "XX", now, id)
+return "ok"
+"""
+
+#: delete (rsmq's deleteMessage) and, when ARGV[4] == "1", keep body, rc, fr and the score in the
+#: trash batch KEYS[3] (hash) with the message's place in the batch in KEYS[4] (zset, ARGV[5])
+REMOVE = _CHECK + """
+local f = redis.call("HMGET", KEYS[2], id, id .. ":rc", id .. ":fr")
+redis.call("ZREM", KEYS[1], id)
+redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr")
+if ARGV[4] == "1" then
+  redis.call("HSET", KEYS[3], id .. ":s", s)
+  if f[1] then redis.call("HSET", KEYS[3], id, f[1]) end
+  if f[2] then redis.call("HSET", KEYS[3], id .. ":rc", f[2]) end
+  if f[3] then redis.call("HSET", KEYS[3], id .. ":fr", f[3]) end
+  redis.call("ZADD", KEYS[4], ARGV[5], id)
+end
+return "ok"
+"""
+
+#: move KEYS[1..2] -> KEYS[3..4]: a fresh send into the destination (same id and body, visible
+#: now, its totalsent + 1; the receive count starts again, as SQS's redrive does)
+MOVE = _CHECK + """
+if redis.call("HEXISTS", KEYS[4], "vt") == 0 then return "nodest" end
+if redis.call("ZSCORE", KEYS[3], id) or redis.call("HEXISTS", KEYS[4], id) == 1 then return "exists" end
+local body = redis.call("HGET", KEYS[2], id)
+redis.call("ZREM", KEYS[1], id)
+redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr")
+""" + _NOW + """
+redis.call("ZADD", KEYS[3], now, id)
+if body then redis.call("HSET", KEYS[4], id, body) end
+redis.call("HINCRBY", KEYS[4], "totalsent", 1)
+return "ok"
+"""
+
+#: rsmq's sendMessage in one script: the id from Redis TIME (base36 of µs, 10 characters) and the
+#: 22 random characters in ARGV[3]; score now + delay (ARGV[2] ms, "" = the queue's delay);
+#: totalsent + 1; the realtime PUBLISH of the queue's size on ARGV[5] when ARGV[4] == "1"
+PUBLISH = """
+local q = redis.call("HMGET", KEYS[2], "vt", "delay", "maxsize")
+if not q[1] or not q[2] or not q[3] then return {"noqueue"} end
+local maxsize = tonumber(q[3])
+if maxsize and maxsize ~= -1 and #ARGV[1] > maxsize then return {"toolong", tostring(maxsize)} end
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+local b36 = ""
+while n > 0 do
+  local r = n % 36
+  b36 = string.sub(digits, r + 1, r + 1) .. b36
+  n = math.floor(n / 36)
+end
+local id = b36 .. ARGV[3]
+if redis.call("HEXISTS", KEYS[2], id) == 1 then return {"exists"} end
+local delay
+if ARGV[2] == "" then delay = math.floor((tonumber(q[2]) or 0) * 1000) else delay = tonumber(ARGV[2]) end
+redis.call("ZADD", KEYS[1], now + delay, id)
+redis.call("HSET", KEYS[2], id, ARGV[1])
+redis.call("HINCRBY", KEYS[2], "totalsent", 1)
+if ARGV[4] == "1" then redis.call("PUBLISH", ARGV[5], redis.call("ZCARD", KEYS[1])) end
+return {"ok", id}
+"""
+
+#: setQueueAttributes: ARGV are key/value pairs; ``modified`` = Redis TIME seconds, as rsmq
+CONFIG = """
+if redis.call("HEXISTS", KEYS[1], "vt") == 0 then return "noqueue" end
+local t = redis.call("TIME")
+redis.call("HSET", KEYS[1], "modified", t[1])
+for i = 1, #ARGV, 2 do redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1]) end
+return "ok"
+"""
+
+#: createQueue as rsmq: HSETNX the settings and times (Redis TIME seconds), then SADD QUEUES
+CREATE = """
+local t = redis.call("TIME")
+if redis.call("HSETNX", KEYS[1], "vt", ARGV[2]) == 0 then return "exists" end
+redis.call("HSETNX", KEYS[1], "delay", ARGV[3])
+redis.call("HSETNX", KEYS[1], "maxsize", ARGV[4])
+redis.call("HSETNX", KEYS[1], "created", t[1])
+redis.call("HSETNX", KEYS[1], "modified", t[1])
+redis.call("SADD", KEYS[2], ARGV[1])
+return "ok"
+"""
+
+#: put one trashed message back exactly (id, body, rc, fr, its score): KEYS z, hash, trash hash,
+#: trash order; a message whose id is in the queue again, or a queue deleted since, is left
+RESTORE = """
+local id = ARGV[1]
+local f = redis.call("HMGET", KEYS[3], id, id .. ":rc", id .. ":fr", id .. ":s")
+if not f[4] then return "gone" end
+if redis.call("HEXISTS", KEYS[2], "vt") == 0 then return "noqueue" end
+if redis.call("ZSCORE", KEYS[1], id) or redis.call("HEXISTS", KEYS[2], id) == 1 then return "exists" end
+redis.call("ZADD", KEYS[1], f[4], id)
+if f[1] then redis.call("HSET", KEYS[2], id, f[1]) end
+if f[2] then redis.call("HSET", KEYS[2], id .. ":rc", f[2]) end
+if f[3] then redis.call("HSET", KEYS[2], id .. ":fr", f[3]) end
+redis.call("HDEL", KEYS[3], id, id .. ":rc", id .. ":fr", id .. ":s")
+redis.call("ZREM", KEYS[4], id)
+return "ok"
+"""
+
+#: deleteQueue as rsmq (DEL of the hash and the zset, SREM from QUEUES): KEYS hash, zset, QUEUES
+DELETE_QUEUE = """
+local n = redis.call("DEL", KEYS[1], KEYS[2])
+redis.call("SREM", KEYS[3], ARGV[1])
+return n
+"""
+

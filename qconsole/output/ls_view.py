@@ -1,0 +1,97 @@
+"""``qconsole ls``: a queue's messages in delivery order, as a table or the ``qconsole.ls/1`` document.
+
+Shared by the typer command and the typer-free fast path (:mod:`qconsole.fastpath`), so
+both print the same thing; errors are raised (QConsoleError, OSError) for the caller to report.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import QConsoleError
+from ..states import STATES
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def ls_document(handle: Any, queue: str, scan: Any, msgs: list[Any], shown: list[Any],
+                sizes: dict[str, int | None]) -> dict[str, Any]:
+    from .stats_json import iso_utc
+
+    now = scan.scanned_at
+    return {
+        "schema": "qconsole.ls/1",
+        "root": handle.target,
+        "queue": queue,
+        "layout": handle.kind,
+        "generated_at": iso_utc(now),
+        "count": len(msgs),
+        "shown": len(shown),
+        "messages": [
+            {
+                "position": i + 1 if m.state == "ready" else None,
+                "id": m.id,
+                "state": m.state,
+                "file": m.relpath,
+                "priority": m.priority,
+                "created_at": None if m.created_at is None else iso_utc(m.created_at),
+                "deadline": None if m.deadline is None else iso_utc(m.deadline),
+                "expires_in_s": None if m.deadline is None else round(m.deadline - now, 3),
+                "size_bytes": sizes.get(m.relpath),
+            }
+            for i, m in enumerate(shown)
+        ],
+        "warnings": scan.warnings,
+        "errors": scan.errors,
+    }
+
+
+def write_ls(root: str | None, layout: str, queue: str, *, state: str | None, limit: int | None,
+             as_json: bool, grep: str | None = None, since: str | None = None,
+             older_than: str | None = None) -> None:
+    """Print ``qconsole ls QUEUE``: ready messages in the consumer's order, then held and writing ones."""
+    from ..backends import open_target
+
+    if state is not None and state not in STATES:
+        raise QConsoleError(f"unknown state {state!r}: use one of {', '.join(STATES)}")
+    handle = open_target(root, layout)
+    scan = handle.scan_queue(queue, collect=True)
+    msgs = [m for m in scan.messages or () if state is None or m.state == state]
+    if since is not None or older_than is not None:
+        from ..ops.operations import parse_duration
+        from ..search import age_filter
+
+        keep = age_filter(scan.scanned_at, None if since is None else parse_duration(since),
+                          None if older_than is None else parse_duration(older_than))
+        msgs = [m for m in msgs if keep(m)]
+    if grep is not None:
+        from ..search import message_matches
+
+        needle = grep.lower()
+        found: list[Any] = []
+        for m in msgs:  # stops reading payloads once --limit messages matched
+            if message_matches(handle, m, needle):
+                found.append(m)
+                if limit and len(found) >= limit:
+                    break
+        msgs = found
+    shown = msgs[:limit] if limit else msgs
+    sizes = handle.message_sizes(queue, shown)
+    if as_json:
+        from .jsontext import dumps
+
+        sys.stdout.write(dumps(ls_document(handle, queue, scan, msgs, shown, sizes), pretty=True) + "\n")
+        sys.stdout.flush()
+        return
+    from rich.console import Console
+
+    from .tables import messages_table
+
+    console = Console(highlight=False, soft_wrap=False)
+    console.print(messages_table(queue, shown, scan.scanned_at, sizes))
+    if len(shown) < len(msgs):
+        console.print(f"{len(shown)} of {len(msgs)} shown (--limit)")
+    for w in scan.warnings:
+        console.print(f"[yellow]warning[/] {w}")
