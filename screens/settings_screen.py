@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Static
 
 from qconsole.backends.base import SETTINGS, Backend, Setting, Unsupported
-from qconsole.errors import QConsoleError
+from qconsole.errors import QConsoleError, SettingsError
 from qconsole.safetext import safe_name, safe_text
 
 from .services import services
@@ -87,7 +87,7 @@ class SettingsScreen(Screen[None]):
     def _read(self) -> tuple[dict[str, dict[str, Any]], dict[str, Setting], dict[str, Any]]:
         try:
             root = self.qroot.settings(None)
-        except Unsupported:  # a store whose settings are per queue only
+        except (Unsupported, SettingsError):  # a store whose settings are per queue only (RSMQ)
             root, self.root_level = {}, False
         eff = self.qroot.settings(self.queue)
         defaults = {f.key: getattr(f, "default", None) for f in self.qroot.setting_fields}
@@ -115,8 +115,8 @@ class SettingsScreen(Screen[None]):
         grid = Grid(id="sgrid")
         await box.mount(grid)
         # the input columns' headings are indented like the inputs' text (their padding)
-        cells: list[Any] = [Label(Text("key", style="bold")), Label(Text("root file", style="bold"), classes="inhead"),
-                            Label(Text("queue file", style="bold"), classes="inhead"),
+        cells: list[Any] = [Label(Text("key", style="bold")), Label(Text("root", style="bold"), classes="inhead"),
+                            Label(Text("queue", style="bold"), classes="inhead"),
                             Label(Text("effective (source)", style="bold"))]
         for key in self.keys:
             cells.append(Label(safe_text(key, keep_newlines=False)))

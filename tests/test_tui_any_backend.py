@@ -147,3 +147,23 @@ async def test_delete_without_a_trash_says_it_is_for_good_and_move_works() -> No
         await pilot.press("enter")
         await settle(pilot)
     assert "m1" in backend.queues["dead"]
+
+
+async def test_redelivery_column_follows_a_delivery_after_the_first_read() -> None:
+    app = make()
+    backend = app.roots[0]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "jobs")
+        await settle(pilot)
+        import re
+
+        def rd(row: str) -> str:
+            return re.search(r"\s(\d+)\s+\d+B\s", row)[1]  # the count before the size
+
+        row = next(ln for ln in screen_text(app).splitlines() if " m0 " in ln)
+        assert rd(row) == "0"
+        backend.queues["jobs"]["m0"] = ["inflight", b"job 0", 1, FIXED_NOW + 50]  # a consumer took it
+        await pilot.press("g")
+        await settle(pilot)
+        row = next(ln for ln in screen_text(app).splitlines() if " m0 " in ln)
+        assert " inflight " in row and rd(row) == "1", row
