@@ -84,12 +84,23 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
+def no_blink(app: Any) -> None:
+    """Cursors drawn steadily: a blinking one is on or off depending on when the picture is taken."""
+    from textual.widgets import Input, TextArea
+
+    for widget in app.screen.query("Input, TextArea"):
+        if isinstance(widget, (Input, TextArea)):
+            widget.cursor_blink = False
+
+
 def keys(*pressed: str) -> Steps:
     async def go(pilot: Any) -> None:
         await settle(pilot)
         for k in pressed:
             await pilot.press(k)
             await settle(pilot)
+        no_blink(pilot.app)
+        await pilot.pause()
 
     return go
 
