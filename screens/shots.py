@@ -78,6 +78,12 @@ async def _shoot(roots: list[str], keys: list[str], out: str, name: str, size: t
         for key in keys:
             await pilot.press(key)
             await settle(pilot)
+        from textual.widgets import Input, TextArea
+
+        for widget in app.screen.query("Input, TextArea"):  # a steady cursor: pictures that do not flicker
+            if isinstance(widget, (Input, TextArea)):
+                widget.cursor_blink = False
+        await pilot.pause()
         path = os.path.join(out, f"{name}{'-16' if colors <= 16 else ''}.svg")
         base = os.path.dirname(roots[0])
         with open(path, "w", encoding="utf-8") as fh:
