@@ -146,24 +146,28 @@ def demo_session(directory: str | None = None) -> Iterator[tuple[list[str], Simu
     """
     import signal
 
-    base = os.path.abspath(directory) if directory else tempfile.mkdtemp(prefix="qconsole-demo-")
+    base: str | None = None
     sim: Simulation | None = None
 
     def clean_up() -> None:
         if sim is not None:
             sim.stop()
-        if not directory:
+        if not directory and base is not None:
             shutil.rmtree(base, ignore_errors=True)
 
     def on_signal(signum: int, _frame: object) -> None:
         clean_up()
+        if signum == signal.SIGTERM:
+            raise SystemExit(128 + signum)  # unwinds through the app, which restores the terminal
         signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)  # then die of the signal, as without the handler
+        os.kill(os.getpid(), signum)  # hung up: no terminal to restore; die of the signal as before
 
     previous = {}
     if threading.current_thread() is threading.main_thread():
+        # before the directory exists: a hang-up at any moment finds the handler in place
         for sig in (signal.SIGHUP, signal.SIGTERM):
             previous[sig] = signal.signal(sig, on_signal)
+    base = os.path.abspath(directory) if directory else tempfile.mkdtemp(prefix="qconsole-demo-")
     try:
         roots = [make_root(kind, os.path.join(base, kind)) for kind in FILE_KINDS]
         sim = Simulation(*roots).start()
