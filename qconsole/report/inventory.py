@@ -50,7 +50,8 @@ ROW_GROUP = 64 * 1024
 
 #: store -> module with ``list_chunks``, ``read_chunk``, ``REDELIVERY_FIELD``, ``RECORDS_SENDER``.
 #: A new store (RSMQ) adds its module here; nothing else in the report changes.
-STORE_MODULES: dict[str, str] = {"vsqs": "qconsole.report.file_chunks", "ddmq": "qconsole.report.file_chunks"}
+STORE_MODULES: dict[str, str] = {"vsqs": "qconsole.report.file_chunks", "ddmq": "qconsole.report.file_chunks",
+                                 "rsmq": "qconsole.backends.rsmq.report_chunks"}
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -71,6 +72,13 @@ def list_chunks(store: str, location: str, queue: str, now: float, size: int = C
 def read_chunk(chunk: dict[str, Any]) -> list[list[Any]]:
     """The inventory columns of one chunk descriptor (reads the store)."""
     return store_module(chunk["store"]).read_chunk(chunk)
+
+
+def location_of(store: str, text: str, backend: Any) -> str:
+    """What the executors are given to reach the store: the module's ``report_location(text,
+    backend)`` when it has one (RSMQ: the URL without its password), else the backend's path."""
+    fn = getattr(store_module(store), "report_location", None)
+    return fn(text, backend) if fn is not None else backend.path
 
 
 def redelivery_field(store: str) -> str | None:
