@@ -435,11 +435,13 @@ class RsmqBackend(Backend):
         from ...errors import MessageNotFoundError
         from ...payload import payload_from_bytes
 
-        body = self._call(self._client.hget, self.hkey(msg.queue), msg.id)
+        body, rc = self._call(self._client.hmget, self.hkey(msg.queue), [msg.id, msg.id + ":rc"])
         if body is None:
             raise MessageNotFoundError(f"message {msg.id} is gone from {msg.queue!r} (consumed meanwhile?)")
         data = bytes(body)
-        return payload_from_bytes(data if cap is None else data[:cap + 1], len(data), cap)
+        payload = payload_from_bytes(data if cap is None else data[:cap + 1], len(data), cap)
+        payload.redeliveries = _int(rc, 0)  # the receive count (REDELIVERY_COUNT): the screens' RD column
+        return payload
 
     def message_fields(self, queue: str, mid: str) -> dict[str, Any]:
         """Peek's metadata: receive count, first receive (ms) and score, by plain reads."""
