@@ -34,7 +34,7 @@ from ...errors import OperationError, QueueNameError, RootError, SettingsError, 
 from ...model import Message, QueueScan, RootScan
 from ...states import DELAYED, EXPIRED, INFLIGHT, READY, RSMQ
 from ..base import (CREATE_QUEUE, DELAYED as CAP_DELAYED, DELETE_QUEUE, REDELIVERY_COUNT, SETTINGS, TRASH,
-                    Backend, Option, Setting, SettingField, Unsupported)
+                    Backend, Option, Setting, SettingField)
 from . import scripts
 from .target import Target, connect, describe_error, parse
 
@@ -63,11 +63,6 @@ ATTRS = ("vt", "delay", "maxsize", "totalsent", "totalrecv", "created", "modifie
 #: Node rsmq's queue-name rule: what `create` accepts, so every client can use the queue
 NODE_QNAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
 ID_CHARS = string.ascii_letters + string.digits
-
-
-class QueueOnlySettings(SettingsError, Unsupported):
-    """RSMQ settings belong to a queue: there is no root-wide level (still a SettingsError for the
-    CLI; Unsupported tells a settings form to leave its root column out)."""
 
 
 class RsmqMessage(Message):
@@ -472,7 +467,7 @@ class RsmqBackend(Backend):
 
     def settings(self, queue: str | None) -> dict[str, Setting]:
         if queue is None:
-            raise QueueOnlySettings("RSMQ settings belong to a queue: name one (qconsole config QUEUE)")
+            raise SettingsError("RSMQ settings belong to a queue: name one (qconsole config QUEUE)")
         self.require_queue(queue)
         values = self._call(self._client.hmget, self.hkey(queue), [f.key for f in self.setting_fields])
         return {f.key: Setting(f.key, _num(v), "queue") for f, v in zip(self.setting_fields, values)}
@@ -510,7 +505,7 @@ class RsmqBackend(Backend):
     def save_settings(self, queue: str | None, values: dict[str, Any], unset: Sequence[str],
                       settle_s: float) -> int:
         if queue is None:
-            raise QueueOnlySettings("RSMQ settings belong to a queue: name one")
+            raise SettingsError("RSMQ settings belong to a queue: name one")
         self.check_settings_request(values, unset)
         args: list[Any] = []
         for key in sorted(values):
