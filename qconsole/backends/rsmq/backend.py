@@ -435,13 +435,11 @@ class RsmqBackend(Backend):
         from ...errors import MessageNotFoundError
         from ...payload import payload_from_bytes
 
-        body, rc = self._call(self._client.hmget, self.hkey(msg.queue), [msg.id, msg.id + ":rc"])
+        body = self._call(self._client.hget, self.hkey(msg.queue), msg.id)
         if body is None:
             raise MessageNotFoundError(f"message {msg.id} is gone from {msg.queue!r} (consumed meanwhile?)")
         data = bytes(body)
-        payload = payload_from_bytes(data if cap is None else data[:cap + 1], len(data), cap)
-        payload.redeliveries = _int(rc, 0)  # the receive count (REDELIVERY_COUNT): the screens' RD column
-        return payload
+        return payload_from_bytes(data if cap is None else data[:cap + 1], len(data), cap)
 
     def message_fields(self, queue: str, mid: str) -> dict[str, Any]:
         """Peek's metadata: receive count, first receive (ms) and score, by plain reads."""
