@@ -145,14 +145,15 @@ class Simulation:
                         ops.root.close()  # an RSMQ root holds a connection
 
 
-def make_roots(base: str, kinds: tuple[str, ...] | None = None,
-               note: Any = None) -> tuple[list[str], list[Callable[[], None]]]:
+def make_roots(base: str, kinds: tuple[str, ...] | None = None, note: Any = None,
+               stops: list[Callable[[], None]] | None = None) -> tuple[list[str], list[Callable[[], None]]]:
     """The demo's roots under ``base`` (the file layouts, then every server kind that can start)
-    and what stops them. ``note(line)`` hears why a server kind is left out (one line each)."""
+    and what stops them (appended to ``stops`` as each starts, so a signal meanwhile finds
+    it). ``note(line)`` hears why a server kind is left out (one line each)."""
     from .errors import QConsoleError
 
     roots: list[str] = []
-    stops: list[Callable[[], None]] = []
+    stops = [] if stops is None else stops
     for kind in kinds or (*FILE_KINDS, *SERVER_KINDS):
         kit = backend_class(kind).demo()
         try:
@@ -190,7 +191,7 @@ def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = N
     """
     import signal
 
-    base = os.path.abspath(directory) if directory else tempfile.mkdtemp(prefix="qconsole-demo-")
+    base: str | None = None
     sim: Simulation | None = None
     stops: list[Callable[[], None]] = []
 
@@ -200,21 +201,24 @@ def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = N
         while stops:
             with contextlib.suppress(Exception):
                 stops.pop()()
-        if not directory:
+        if not directory and base is not None:
             shutil.rmtree(base, ignore_errors=True)
 
     def on_signal(signum: int, _frame: object) -> None:
         clean_up()
+        if signum == signal.SIGTERM:
+            raise SystemExit(128 + signum)  # unwinds through the app, which restores the terminal
         signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)  # then die of the signal, as without the handler
+        os.kill(os.getpid(), signum)  # hung up: no terminal to restore; die of the signal as before
 
     previous = {}
     if threading.current_thread() is threading.main_thread():
+        # before the directory exists: a hang-up at any moment finds the handler in place
         for sig in (signal.SIGHUP, signal.SIGTERM):
             previous[sig] = signal.signal(sig, on_signal)
+    base = os.path.abspath(directory) if directory else tempfile.mkdtemp(prefix="qconsole-demo-")
     try:
-        roots, started = make_roots(base, kinds, note)
-        stops.extend(started)
+        roots, _stops = make_roots(base, kinds, note, stops)
         sim = Simulation(*roots).start()
         yield roots, sim
     finally:

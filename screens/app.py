@@ -18,7 +18,6 @@ from textual.screen import Screen
 
 from qconsole.backends import Backend
 from qconsole.errors import QConsoleError
-from qconsole.output import humanize
 from qconsole.output.nagios import Thresholds
 from qconsole.safetext import escape_controls, safe_name
 
@@ -193,7 +192,3 @@ class QConsoleApp(App[None]):
                 action = binding.action
                 yield SystemCommand(binding.description, f"key {binding.key}",
                                     lambda a=action, s=screen: self.call_later(s.run_action, a))
-
-
-def clock_text(at: float) -> str:
-    return humanize.clock(at)[11:]

@@ -63,7 +63,8 @@ class TypedConfirmScreen(ModalScreen[bool]):
             yield Label(safe_text(self.detail), classes="detail")
             yield Label(safe_text(f"Type {self.expected} and press enter (esc cancels):", keep_newlines=False),
                         classes="detail")
-            yield Input(placeholder=safe_text(self.expected, keep_newlines=False).plain, id="typed")
+            # no placeholder: the queue's name shown greyed in the box reads as already typed
+            yield Input(id="typed")
             yield Label("", id="typed-error", classes="detail")
 
     def on_mount(self) -> None:

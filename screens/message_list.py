@@ -54,12 +54,18 @@ COUNTDOWN_STYLE = {
 class Details:
     """What the list shows of a payload: a one-line preview, its size, its redeliveries."""
 
-    __slots__ = ("preview", "size", "redeliveries")
+    __slots__ = ("preview", "size", "redeliveries", "seen")
 
     def __init__(self, preview: str, size: int | None, redeliveries: int | None) -> None:
         self.preview = preview
         self.size = size
         self.redeliveries = redeliveries
+        #: the message's (state, deadline) when read: a delivery since makes them stale
+        self.seen: tuple[str, float | None] | None = None
+
+
+def seen_as(msg: Message) -> tuple[str, float | None]:
+    return (msg.state, msg.deadline)
 
 
 def countdown(msg: Message, now: float) -> tuple[str, str]:
@@ -88,6 +94,12 @@ def shown_state(msg: Message, now: float) -> str:
     if msg.state == DELAYED and msg.deadline is not None and msg.deadline <= now:
         return READY  # its delay is over: the next receive may take it
     return msg.state
+
+
+def position_text(n: int) -> str:
+    """A delivery position in POS_W characters (a million messages: ``1000k``)."""
+    text = str(n)
+    return text if len(text) <= POS_W else f"{n // 1000}k"
 
 
 def short_size(n: int | None) -> str:
@@ -180,7 +192,7 @@ class MessageList(ScrollView, can_focus=True):
         #: message id -> payload details (filled by the screen's worker, for rows that were drawn)
         self.details: dict[str, Details] = {}
         #: ids whose details were asked for (read or being read): each is read once
-        self._asked: set[str] = set()
+        self._asked: dict[str, tuple[str, float | None]] = {}
         self._ask_pending = False
         self._id_w = ID_MAX
         #: the id the cursor was on when it vanished in the last update (the screen says so)
@@ -325,7 +337,7 @@ class MessageList(ScrollView, can_focus=True):
         state = shown_state(msg, now)
         marked = msg.id in self.marked
         mark = "●" if marked else " "
-        pos = str(index + 1) if msg.state == READY else "-"
+        pos = position_text(index + 1) if msg.state == READY else "-"
         age = humanize.duration(now - msg.created_at) if msg.created_at is not None else "-"
         left, level = countdown(msg, now)
         ident = safe_name(msg.id)
@@ -349,6 +361,8 @@ class MessageList(ScrollView, can_focus=True):
         segments.append(Segment(f"{left:>{EXP_W}}", row_style + COUNTDOWN_STYLE[level] if left else row_style))
         if cols.wants_details:
             det = self.details.get(msg.id)
+            if det is not None and det.seen != seen_as(msg):
+                det = None  # delivered (or requeued) since it was read: the count may have moved
             if det is None and not self._ask_pending:
                 self._ask_pending = True  # one request per refresh, for every row on screen
                 self.call_after_refresh(self._ask_details)
@@ -370,8 +384,13 @@ class MessageList(ScrollView, can_focus=True):
         self._ask_pending = False
         top = round(self.scroll_offset.y)
         height = self.scrollable_content_region.height
-        wanted = [m for m in self.messages[top : top + height] if m.id not in self.details and m.id not in self._asked]
-        self._asked.update(m.id for m in wanted)
+        wanted = []
+        for m in self.messages[top : top + height]:
+            det = self.details.get(m.id)
+            key = seen_as(m)
+            if (det is None or det.seen != key) and self._asked.get(m.id) != key:
+                wanted.append(m)
+                self._asked[m.id] = key  # each message read once per state it is seen in
         if wanted:
             self.post_message(self.NeedDetails(wanted))
 
@@ -380,7 +399,7 @@ class MessageList(ScrollView, can_focus=True):
         if len(self.details) > 20_000:  # a cache, not a copy of the queue
             for key in list(self.details)[:10_000]:
                 del self.details[key]
-                self._asked.discard(key)
+                self._asked.pop(key, None)
         self.refresh()
 
     def forget_details(self) -> None:

@@ -30,7 +30,7 @@ from .peek_screen import PeekScreen
 from .publish_screen import PublishScreen
 from .settings_screen import SettingsScreen
 from .trash_screen import TrashScreen
-from .message_list import Details, MessageList, shown_state
+from .message_list import Details, MessageList, seen_as, shown_state
 from .services import services
 
 #: between status fields: visible, so fields never read as one word
@@ -243,9 +243,11 @@ class QueueScreen(Screen[None]):
         found: dict[str, Details] = {}
         for msg in msgs:
             try:
-                found[msg.id] = details_of(self.qroot.read_payload(msg, PREVIEW_CAP))
+                det = details_of(self.qroot.read_payload(msg, PREVIEW_CAP))
             except (QConsoleError, OSError):
-                found[msg.id] = Details("(gone)", None, None)  # consumed meanwhile
+                det = Details("(gone)", None, None)  # consumed meanwhile
+            det.seen = seen_as(msg)
+            found[msg.id] = det
         self.post_message(self.DetailsRead(found))
 
     def on_queue_screen_details_read(self, event: DetailsRead) -> None:
@@ -523,7 +525,8 @@ class QueueScreen(Screen[None]):
         if self.qapp.refuse_if_read_only("purge"):
             return
         q = self.queue
-        c = (self.scan or self.counts).counts if (self.scan or self.counts) else {}
+        shown = self.scan or self.counts
+        c = shown.counts if shown is not None else {}
         n = c.get(READY, 0) + c.get(INFLIGHT, 0) + c.get(EXPIRED, 0)
         where = ("They go to the trash (u undoes)." if self.qroot.can(TRASH) else "They are gone for good.")
 

@@ -17,8 +17,8 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Static
 
-from qconsole.backends.base import SETTINGS, Backend, Setting
-from qconsole.errors import QConsoleError
+from qconsole.backends.base import SETTINGS, Backend, Setting, Unsupported
+from qconsole.errors import QConsoleError, SettingsError
 from qconsole.safetext import safe_name, safe_text
 
 from .services import services
@@ -66,6 +66,8 @@ class SettingsScreen(Screen[None]):
         #: each field's text as loaded from its file: what the operator changed is measured against it
         self.initial: dict[tuple[str, str], str] = {}
         self.defaults: dict[str, Any] = {}
+        #: False when the store has no root-wide settings (its root column stays disabled)
+        self.root_level = True
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -83,7 +85,10 @@ class SettingsScreen(Screen[None]):
             self._load_worker()
 
     def _read(self) -> tuple[dict[str, dict[str, Any]], dict[str, Setting], dict[str, Any]]:
-        root = self.qroot.settings(None)
+        try:
+            root = self.qroot.settings(None)
+        except (Unsupported, SettingsError):  # a store whose settings are per queue only (RSMQ)
+            root, self.root_level = {}, False
         eff = self.qroot.settings(self.queue)
         defaults = {f.key: getattr(f, "default", None) for f in self.qroot.setting_fields}
         defaults.update({k: s.value for k, s in root.items() if s.source == "default"})
@@ -110,8 +115,8 @@ class SettingsScreen(Screen[None]):
         grid = Grid(id="sgrid")
         await box.mount(grid)
         # the input columns' headings are indented like the inputs' text (their padding)
-        cells: list[Any] = [Label(Text("key", style="bold")), Label(Text("root file", style="bold"), classes="inhead"),
-                            Label(Text("queue file", style="bold"), classes="inhead"),
+        cells: list[Any] = [Label(Text("key", style="bold")), Label(Text("root", style="bold"), classes="inhead"),
+                            Label(Text("queue", style="bold"), classes="inhead"),
                             Label(Text("effective (source)", style="bold"))]
         for key in self.keys:
             cells.append(Label(safe_text(key, keep_newlines=False)))
@@ -120,7 +125,8 @@ class SettingsScreen(Screen[None]):
                 self.initial[(level, key)] = text
                 inp = Input(text,
                             placeholder="-", id=f"{level}--{key}" if key.isidentifier() else None,
-                            classes="setting", disabled=services(self).read_only)
+                            classes="setting",
+                            disabled=services(self).read_only or (level == "root" and not self.root_level))
                 inp.setting = (level, key)  # type: ignore[attr-defined]
                 cells.append(inp)
             cells.append(Label(id=f"eff--{key}" if key.isidentifier() else None, classes="effective"))

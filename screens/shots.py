@@ -35,14 +35,31 @@ SHOTS: list[tuple[str, list[str]]] = [
 SIXTEEN = ("root", "queue")
 
 
+def _idle(app: Any) -> bool:
+    """No worker running, every screen past its first scan, no list waiting to ask for details."""
+    if app.workers:
+        return False
+    if not all(getattr(s, "last_batch", True) is not None for s in app.screen_stack):
+        return False
+    from .message_list import MessageList
+
+    return not any(lst._ask_pending for lst in app.screen.query(MessageList))  # noqa: SLF001
+
+
 async def settle(pilot: Any) -> None:
-    # the first scan starts in the root screen's on_mount: wait until it has landed
+    # the first scan starts in the root screen's on_mount: wait until it has landed; the lazy
+    # payload details are asked for after a repaint, so idle must hold twice in a row
+    calm = 0
     for _ in range(200):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
-        screens = pilot.app.screen_stack
-        if all(getattr(s, "last_batch", True) is not None for s in screens) and not pilot.app.workers:
+        calm = calm + 1 if _idle(pilot.app) else 0
+        if calm >= 2:
             break
+
+
+#: the fixture's directory as the pictures show it
+SHOWN_BASE = "/tmp/qconsole-demo"
 
 
 async def _shoot(roots: list[str], keys: list[str], out: str, name: str, size: tuple[int, int],
@@ -62,9 +79,20 @@ async def _shoot(roots: list[str], keys: list[str], out: str, name: str, size: t
             await pilot.press(key)
             await settle(pilot)
         path = os.path.join(out, f"{name}{'-16' if colors <= 16 else ''}.svg")
+        base = os.path.dirname(roots[0])
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(portable_svg(app.export_screenshot()))
+            fh.write(stable_ids(portable_svg(app.export_screenshot()).replace(base, SHOWN_BASE)))
         return path
+
+
+def stable_ids(svg: str) -> str:
+    """Textual names the SVG's styles after a hash of what it drew, temp path included: name them
+    after the picture as saved, so regenerating an unchanged screen changes no byte."""
+    import zlib
+
+    ids = re.compile(r"\bterminal-\d+")
+    digest = zlib.adler32(ids.sub("terminal", svg).encode())
+    return ids.sub(f"terminal-{digest}", svg)
 
 
 _TEXT = re.compile(r'(<text [^>]*?x=")([0-9.]+)(" [^>]*?textLength=")([0-9.]+)("[^>]*>)((?:&#160;)+)([^<]*)(</text>)')
@@ -95,7 +123,9 @@ def portable_svg(svg: str) -> str:
 def make_screenshots(out: str, size: tuple[int, int] = (100, 30)) -> list[str]:
     """Write one SVG per main screen into ``out``; returns their paths."""
     os.makedirs(out, exist_ok=True)
-    base = os.path.join(tempfile.gettempdir(), "qconsole-demo")
+    # a directory of this run's own (never one another run is rebuilding), as long as the one shown
+    base = tempfile.mkdtemp(prefix="qcdem", dir="/tmp")
+    assert len(base) == len(SHOWN_BASE)
     paths = []
     try:
         for name, keys in SHOTS:

@@ -81,7 +81,7 @@ async def test_root_screen_rows_sorted_cursor_first_and_filter(roots: tuple[str,
         assert names == sorted(names) and names[0] == "emails"
         assert table.cursor_row == 0
         row = table.get_row(table.ordered_rows[0].key)
-        assert row[2].plain == "8" and row[3].plain == "2" and row[4].plain == "1"  # ready, inflight, expired
+        assert row[1].plain == "8" and row[2].plain == "2" and row[3].plain == "1"  # ready, inflight, expired
         # rescan in place: the cursor stays on its queue
         table.move_cursor(row=2)
         screen.rescan()

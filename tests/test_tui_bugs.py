@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -15,7 +14,7 @@ import pytest
 pytest.importorskip("textual")
 
 from qconsole.demo import FIXED_NOW, build_fixture  # noqa: E402
-from tui_helpers import Clock, make_app, open_queue, screen_ansi, screen_text, settle, sgr_of  # noqa: E402
+from tui_helpers import make_app, open_queue, screen_ansi, screen_text, settle, sgr_of  # noqa: E402
 
 
 @pytest.fixture
@@ -168,6 +167,44 @@ async def test_peek_right_after_a_move_peeks_the_highlighted_message(roots: tupl
         await settle(pilot)
         assert app.screen.msg.id == lst.messages[2].id
         assert lst.messages[2].id in screen_text(app)
+
+
+async def test_peek_right_after_a_move_action_peeks_what_is_highlighted_not_the_moved_message(
+        roots: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    _, vroot = roots
+    app = make_app([vroot])
+    backend = app.roots[0]
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "orders")
+        from qconsole.screens.message_list import MessageList
+
+        lst = screen.query_one(MessageList)
+        moved, after = lst.messages[0], lst.messages[1]
+        gate = threading.Event()
+        real = backend.scan_queue
+
+        def slow_listing(name: str, now: Any = None, **kw: Any) -> Any:
+            if kw.get("collect") and threading.current_thread() is not threading.main_thread() and name == "orders" \
+                    and not gate.is_set() and app.screen is screen and moved.id not in os.listdir(os.path.join(vroot, "orders")):
+                gate.wait(5)  # the rescan after the move has not landed yet
+            return real(name, now, **kw)
+
+        monkeypatch.setattr(backend, "scan_queue", slow_listing)
+        await pilot.press("m")
+        await pilot.pause(0.3)
+        await pilot.press("down", "enter")  # to the second queue offered
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if not os.path.exists(os.path.join(vroot, "orders", moved.id)) and lst.current() is not None \
+                    and lst.current().id != moved.id:
+                break
+        await pilot.press("v")
+        await pilot.pause(0.3)
+        gate.set()
+        await settle(pilot)
+        assert app.screen.msg.id == after.id  # what the list showed under the cursor
 
 
 # -- 5. scan errors get a readable place ----------------------------------------------------
@@ -379,14 +416,14 @@ def test_demo_removes_its_roots_when_the_terminal_hangs_up(tmp_path: Any) -> Non
         os.environ["TERM"] = "xterm"
         os.execv(sys.executable, [sys.executable, "-m", "qconsole", "demo"])
     try:
-        deadline = time.time() + 30
+        deadline = time.time() + 90  # a loaded machine starts Textual slowly
         while time.time() < deadline and not any(n.startswith("qconsole-demo-") for n in os.listdir(tmp_path)):
             time.sleep(0.1)
         assert any(n.startswith("qconsole-demo-") for n in os.listdir(tmp_path))
         time.sleep(1.5)
         os.kill(pid, signal.SIGHUP)
         os.close(fd)  # the terminal is gone, as with an SSH drop
-        deadline = time.time() + 20
+        deadline = time.time() + 60
         while time.time() < deadline:
             done, _status = os.waitpid(pid, os.WNOHANG)
             if done:

@@ -7,8 +7,10 @@ and look at the pictures (tests/__snapshots__/; rsvg-convert renders them to PNG
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -21,8 +23,13 @@ from qconsole.backends import open_target  # noqa: E402
 from qconsole.demo import FIXED_NOW, build_fixture  # noqa: E402
 from qconsole.screens.shots import settle  # noqa: E402  (the same wait the screenshot script uses)
 
-#: a fixed path, because the header shows the root
-BASE = "/tmp/qconsole-tui-snapshots"
+#: the path the pictures show (the header names the roots) ...
+SHOWN_BASE = "/tmp/qconsole-tui-snapshots"
+#: ... and the one this process uses: as long, so every line breaks at the same place, and its
+#: own, so concurrent runs (other worktrees, other sessions) never rebuild it under this one
+BASE = tempfile.mkdtemp(prefix="qconsole-tui-s", dir="/tmp")
+assert len(BASE) == len(SHOWN_BASE)
+atexit.register(shutil.rmtree, BASE, True)
 SIZE = (80, 24)
 
 Steps = Callable[[Any], Awaitable[None]]
@@ -47,9 +54,16 @@ def make(colors: int | None = None, read_only: bool = False, **kw: Any) -> Any:
     droot, vroot = build_fixture(BASE)
     long_queue(vroot)
     kw.setdefault("thresholds", Thresholds(warn_ready=10, crit_ready=50, warn_expired=1))
-    return QConsoleApp([open_target(droot), open_target(vroot)], interval=0, live_countdown=False,
-                       clock=lambda: FIXED_NOW, timer=lambda: 0.0, audit_log=os.devnull, read_only=read_only,
-                       colors=colors, **kw)
+    app = QConsoleApp([open_target(droot), open_target(vroot)], interval=0, live_countdown=False,
+                      clock=lambda: FIXED_NOW, timer=lambda: 0.0, audit_log=os.devnull, read_only=read_only,
+                      colors=colors, **kw)
+    export = app.export_screenshot
+
+    def shown(*args: Any, **kwargs: Any) -> str:
+        return export(*args, **kwargs).replace(BASE, SHOWN_BASE)
+
+    app.export_screenshot = shown  # type: ignore[method-assign]
+    return app
 
 
 @pytest.fixture(autouse=True)
@@ -109,6 +123,8 @@ CASES: dict[str, tuple[Steps, dict[str, Any]]] = {
     "settings_ddmq": (to_queue("emails", "s"), {}),
     "publish_ddmq": (to_queue("reports", "p"), {}),
     "publish_vsqs": (to_queue("orders", "p"), {}),
+    "publish_invalid": (to_queue("reports", "p", "tab", "x"), {}),
+    "peek_save_dialog": (to_queue("orders", "v", "s"), {}),
     "confirm_delete": (to_queue("orders", "space", "space", "d"), {}),
     "confirm_purge_typed": (to_queue("reports", "P"), {}),
     "confirm_requeue_in_flight": (to_queue("orders", "end", "up", "r"), {}),

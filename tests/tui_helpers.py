@@ -32,11 +32,9 @@ def make_app(paths: list[str], clock: Clock | None = None, **kw: Any) -> Any:
 
 
 async def settle(pilot: Any) -> None:
-    for _ in range(200):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if all(getattr(s, "last_batch", True) is not None for s in pilot.app.screen_stack) and not pilot.app.workers:
-            break
+    from qconsole.screens.shots import settle as settle_app
+
+    await settle_app(pilot)
 
 
 async def open_queue(pilot: Any, name: str) -> Any:

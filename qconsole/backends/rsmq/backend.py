@@ -439,7 +439,11 @@ class RsmqBackend(Backend):
         if body is None:
             raise MessageNotFoundError(f"message {msg.id} is gone from {msg.queue!r} (consumed meanwhile?)")
         data = bytes(body)
-        return payload_from_bytes(data if cap is None else data[:cap + 1], len(data), cap)
+        payload = payload_from_bytes(data if cap is None else data[:cap + 1], len(data), cap)
+        rc = getattr(msg, "rc", None)  # the receive count the listing read (the TUI's `rd` column)
+        if isinstance(rc, int):
+            payload.redeliveries = rc
+        return payload
 
     def message_fields(self, queue: str, mid: str) -> dict[str, Any]:
         """Peek's metadata: receive count, first receive (ms) and score, by plain reads."""
