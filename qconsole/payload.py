@@ -83,27 +83,11 @@ def payload_from_bytes(data: bytes, size: int, cap: int | None) -> Payload:
     return Payload(kind, shown, size, size, size > len(shown), parsed=parsed)
 
 
-def payload_from_document(data: bytes, size: int, cap: int | None) -> Payload:
-    """A ddmq-style JSON document whose ``message`` is the payload and the rest its fields.
-
-    A file that is not such a document (half-written, corrupt, too large to parse) is shown
-    as it is, with ``error`` saying why.
-    """
-    try:
-        doc = json.loads(data) if size <= MAX_PARSE else None
-    except (ValueError, RecursionError):
-        doc = None
-    if not isinstance(doc, dict) or "message" not in doc:
-        kind, shown, _t, parsed = _from_body(data, cap)
-        why = "file too large to parse" if size > MAX_PARSE else "not a complete ddmq JSON message (half-written or corrupt)"
-        return Payload(kind, shown, size, size, size > len(shown), error=why, parsed=parsed)
-    message = doc.pop("message")
-    if isinstance(message, str):
-        body = message.encode("utf-8", errors="surrogatepass")
-    else:  # a producer may have published a non-string; show it as JSON
-        body = json.dumps(message).encode()
+def payload_of_body(body: bytes, file_size: int, cap: int | None, fields: dict[str, Any]) -> Payload:
+    """A payload that is one part of a stored record (ddmq's ``message``, an RSMQ body) with
+    the record's other ``fields`` beside it."""
     kind, shown, truncated, parsed = _from_body(body, cap)
-    return Payload(kind, shown, len(body), size, truncated, fields=doc, parsed=parsed)
+    return Payload(kind, shown, len(body), file_size, truncated, fields=fields, parsed=parsed)
 
 
 def hexdump(data: bytes, width: int = 16) -> str:

@@ -140,6 +140,8 @@ class Backend:
     title: str = ""
     capabilities: frozenset[str] = frozenset()
     publish_options: tuple[Option, ...] = ()
+    #: the module the Spark report lists and reads this store with (``list_chunks``, ``read_chunk``)
+    report_module: str = ""
     #: how many leading characters of an id tables show (None: the whole id)
     short_id_chars: int | None = None
     setting_fields: tuple[SettingField, ...] = ()

@@ -9,8 +9,8 @@ The executors do two things per store, and only these two need to know the store
 * ``read_chunk(chunk)`` turns one descriptor into the inventory columns (COLUMNS order,
   times as integer µs).
 
-:data:`STORE_MODULES` names the module providing both for each store (the file layouts:
-:mod:`.file_chunks`). Everything else here -- Arrow schema, batches, the Spark task
+``Backend.report_module`` names the module providing both for each store (the file layouts:
+:mod:`qconsole.backends.fs.report_chunks`). Everything else here -- Arrow schema, batches, the Spark task
 functions, the pure-Python pass -- works for any store. No PySpark or pyarrow import at
 module level: tests and the Python pass use it without them.
 """
@@ -48,19 +48,18 @@ CHUNK = 2000
 #: rows buffered per Parquet row group by the executors' writer
 ROW_GROUP = 64 * 1024
 
-#: store -> module with ``list_chunks``, ``read_chunk``, ``REDELIVERY_FIELD``, ``RECORDS_SENDER``.
-#: A new store (RSMQ) adds its module here; nothing else in the report changes.
-STORE_MODULES: dict[str, str] = {"vsqs": "qconsole.report.file_chunks", "ddmq": "qconsole.report.file_chunks",
-                                 "rsmq": "qconsole.backends.rsmq.report_chunks"}
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def store_module(store: str) -> Any:
-    """The module that lists and reads ``store`` (imported on first use, on the executor)."""
+    """The module that lists and reads ``store`` (``Backend.report_module``: ``list_chunks``,
+    ``read_chunk``, ``REDELIVERY_FIELD``, ``RECORDS_SENDER``), imported on first use, on the executor."""
+    from ..backends import backend_class
+
     try:
-        return importlib.import_module(STORE_MODULES[store])
-    except KeyError:
+        return importlib.import_module(backend_class(store).report_module)
+    except (KeyError, ValueError):
         raise ValueError(f"no report reader for store {store!r}") from None
 
 

@@ -47,12 +47,21 @@ class DdmqBackend(FileBackend):
         return layout.is_queue_dir(path)
 
     def read_payload(self, msg: Message, cap: int | None) -> Payload:
-        from ...payload import MAX_PARSE, payload_from_document
+        from ...payload import MAX_PARSE, payload_from_bytes, payload_of_body
         from ..fs.atomic import read_file_bytes
+        from . import body
 
         path = os.path.join(self.require_queue(msg.queue), msg.relpath)
         data, size = read_file_bytes(path, MAX_PARSE)
-        payload = payload_from_document(data, size, cap)
+        doc = body.parse(data) if size <= MAX_PARSE else None
+        if doc is None or "message" not in doc:
+            # ddmq writes non-atomically: a half-written or foreign file is shown as it is
+            shown = payload_from_bytes(data, size, cap)
+            shown.error = ("file too large to parse" if size > MAX_PARSE
+                           else "not a complete ddmq JSON message (half-written or corrupt)")
+            return shown
+        fields = {k: v for k, v in doc.items() if k != "message"}
+        payload = payload_of_body(body.message_bytes(doc), size, cap, fields)
         counter = payload.fields.get("requeue_counter")
         if isinstance(counter, int) and not isinstance(counter, bool) and counter >= 0:
             payload.redeliveries = counter

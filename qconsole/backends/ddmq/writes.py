@@ -70,13 +70,13 @@ def publish_body(queue_dir: str, body: dict[str, Any]) -> str:
 
 
 def decode(data: bytes, what: str) -> dict[str, Any]:
-    try:
-        body = json.loads(data)
-    except ValueError:
-        raise OperationError(f"{what}: not a ddmq message (corrupt JSON)") from None
-    if not isinstance(body, dict):
-        raise OperationError(f"{what}: not a ddmq message (JSON is not an object)")
-    return body
+    """The message's JSON object; OperationError (the message is then left as it was) if not one."""
+    from .body import parse
+
+    doc = parse(data)
+    if doc is None:
+        raise OperationError(f"{what}: not a ddmq message (corrupt JSON, or not an object)")
+    return doc
 
 
 def requeued_body(body: dict[str, Any], queue: str, requeue_prio: int) -> dict[str, Any]:

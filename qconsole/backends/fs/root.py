@@ -61,6 +61,7 @@ class FileBackend(Backend):
     scanner module) and implement the layout-specific changes."""
 
     capabilities = frozenset({TRASH, RECOVER, PARALLEL_SCAN, CHECK_TYPES})
+    report_module = "qconsole.backends.fs.report_chunks"
     module: ModuleType
     #: ``(done, total)`` called as a bulk change goes (the CLI's progress line on a terminal)
     progress: Callable[[int, int], None] | None = None

@@ -1,9 +1,9 @@
 """The file layouts' share of the report inventory (VSQS, ddmq): list a queue into chunks,
 read a chunk's files into columns.
 
-Everything here knows the on-disk layout; :mod:`.inventory` around it does not. This module
-is the piece a file-system backend (``qconsole/backends/``) would own: a Redis backend
-provides the same two functions, ``list_chunks`` and ``read_chunk``, for its own store.
+Everything here knows the on-disk layout; :mod:`qconsole.report.inventory` around it does
+not. A backend names its module in ``Backend.report_module``; a Redis backend provides the
+same two functions, ``list_chunks`` and ``read_chunk``, for its own store.
 Plain Python (stdlib + the core's scanners): it runs inside Spark tasks.
 """
 
@@ -16,14 +16,15 @@ from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any
 
-from ..backends.ddmq import layout as ddmq
-from ..backends.fs import listing as common
-from ..backends.fs.atomic import read_file_bytes
-from ..backends.fs.detect import module_for
-from ..backends.vsqs import layout as vsqs
-from ..errors import QConsoleError
-from ..payload import BINARY, classify
-from ..states import DDMQ, FOREIGN, WRITING
+from ..ddmq import body as ddmq_body
+from ..ddmq import layout as ddmq
+from ...errors import QConsoleError
+from ...payload import BINARY, classify
+from . import listing as common
+from .atomic import read_file_bytes
+from .detect import module_for
+from ..vsqs import layout as vsqs
+from ...states import DDMQ, FOREIGN, WRITING
 
 #: the stores this module reads
 STORES: tuple[str, ...] = ("vsqs", "ddmq")
@@ -115,18 +116,10 @@ def list_chunks(store: str, location: str, queue: str, now: float, size: int) ->
 
 def _ddmq_body(data: bytes) -> tuple[bytes | None, int | None, str | None]:
     """(payload bytes, requeue_counter, error) of one ddmq message file's content."""
-    try:  # decoding here skips json's encoding detection; bad UTF-8 is a ValueError too
-        doc = json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError):
-        doc = None
-    if not isinstance(doc, dict) or "message" not in doc:
+    doc = ddmq_body.parse(data)
+    if doc is None or "message" not in doc:
         return None, None, "not a complete ddmq JSON message (half-written or corrupt)"
-    message = doc["message"]
-    if isinstance(message, str):
-        body = message.encode("utf-8", errors="surrogatepass")
-    else:  # a producer published a non-string: hash its JSON form
-        body = json.dumps(message).encode()
-    return body, _int_or_none(doc.get("requeue_counter")), None
+    return ddmq_body.message_bytes(doc), _int_or_none(doc.get("requeue_counter")), None
 
 
 def read_chunk(chunk: dict[str, Any]) -> list[list[Any]]:
