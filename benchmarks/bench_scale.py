@@ -61,6 +61,8 @@ sys.path.insert(0, TESTS)  # the PyYAML shim for ddmq (peers.py)
 
 BIN = os.path.dirname(sys.executable)
 QCONSOLE = os.path.join(BIN, "qconsole")
+#: another qconsole (e.g. an older checkout's) timed in the same rounds (--baseline)
+BASELINE: str | None = None
 
 #: share of messages per state (the rest is ready), as bench_stats.py
 INFLIGHT, EXPIRED, WRITING = 0.10, 0.05, 0.002
@@ -239,6 +241,8 @@ def count_commands(layout: str, root: str) -> dict[str, list[str]]:
         "client": [sys.executable, "-c", client],
         "stats": [QCONSOLE, "stats", "--json", root],
         "check": [QCONSOLE, "check", root],
+        **({"stats (baseline)": [BASELINE, "stats", "--json", root], "check (baseline)": [BASELINE, "check", root]}
+           if BASELINE else {}),
     }
 
 
@@ -271,7 +275,7 @@ def bench_counts(args: argparse.Namespace, layout: str, shape: str, cold: bool) 
     root = cached_tree(args.cache, layout, shape, sizes)
     cmds = count_commands(layout, root)
     reps = args.cold_reps if cold else args.reps
-    res = interleaved(cmds, reps, cold=cold, ok={"check": (0, 1, 2)})
+    res = interleaved(cmds, reps, cold=cold, ok={"check": (0, 1, 2), "check (baseline)": (0, 1, 2)})
     doc = json.loads(res["stats"][-1].out)
     total = doc["totals"]["total"] + doc["totals"]["foreign"]
     assert total == sum(sizes), (total, sum(sizes))
@@ -288,7 +292,9 @@ def print_counts(row: dict) -> None:
     print(f"[{row['layout']:4} {row['shape']:6} {row['cache']}] {row['messages']:>9,} msgs / {row['queues']:>4} queues:"
           f"  find {f:7.0f} ms ({row['find']['rss_mb']:4.0f} MB)  client {c:7.0f} ms ({row['client']['rss_mb']:4.0f} MB)",
           flush=True)
-    for k in ("stats", "check"):
+    for k in ("stats", "check", "stats (baseline)", "check (baseline)"):
+        if k not in row:
+            continue
         r = row[k]
         print(f"    qconsole {k:5} {r['ms']:7.0f} ms = {r['ms'] / f:5.2f}x find, {r['ms'] / c:5.2f}x client;"
               f" peak RSS {r['rss_mb']:5.0f} MB", flush=True)
@@ -424,9 +430,19 @@ def _rate(n: int, secs: list[float]) -> float:
     return n / statistics.median(secs)
 
 
+#: only the bulk cases whose label contains one of these words (--ops); empty: all
+OPS: list[str] = []
+
+
+def _wanted(label: str) -> bool:
+    return not OPS or any(w in label for w in OPS)
+
+
 def bulk_case(label: str, n: int, reps: int, setup, ours: list[str], theirs: list[str], theirs_label: str,
-              check=None, env: dict | None = None) -> dict:
+              check=None, env: dict | None = None) -> dict | None:
     """Interleaved rounds: fresh tree, qconsole; fresh tree, the client's action."""
+    if not _wanted(label):
+        return None
     t_ours: list[float] = []
     t_theirs: list[float] = []
     for _ in range(reps):
@@ -455,9 +471,12 @@ def bench_bulk(args: argparse.Namespace) -> list[dict]:
     def qc(*argv: str) -> list[str]:
         return [QCONSOLE, *argv, "--root", root, *audit]
 
-    def left(layout: str, q: str, want: int) -> None:
-        from qconsole.backends import open_target
+    from qconsole.backends import backend_class, open_target
 
+    for kind in ("vsqs", "ddmq"):  # imported now: the checks must not pick up a half-edited checkout
+        backend_class(kind)
+
+    def left(layout: str, q: str, want: int) -> None:
         s = open_target(root, layout).scan_queue(q)
         assert s.counts["ready"] == want, (s.counts, want)
         assert s.counts["writing"] == 0, s.counts
@@ -501,11 +520,13 @@ def bench_bulk(args: argparse.Namespace) -> list[dict]:
         [sys.executable, "-c", CLIENT_VSQS_MOVE.format(src=os.path.join(root, "q"), dst=os.path.join(root, "dest"))],
         "vsqs receive+publish+delete", check=lambda: left("vsqs", "dest", move_n), env=env))
     shutil.rmtree(root, ignore_errors=True)
-    return out
+    return [r for r in out if r]
 
 
-def _restore_case(base: str, root: str, layout: str, builder, n: int, reps: int, qc, env) -> dict:
+def _restore_case(base: str, root: str, layout: str, builder, n: int, reps: int, qc, env) -> dict | None:
     """trash restore of a purged queue vs a bare rename loop over the same trashed files."""
+    if not _wanted(f"{layout} trash restore"):
+        return None
     t_ours: list[float] = []
     t_theirs: list[float] = []
     for _ in range(reps):
@@ -545,10 +566,16 @@ def main() -> None:
                     help="move size (the VSQS client lists the destination per publish: O(n^2))")
     ap.add_argument("--json", help="write every figure to this file")
     ap.add_argument("--qconsole", help="the qconsole console script to time (default: this venv's)")
+    ap.add_argument("--baseline", help="another qconsole console script timed in the same rounds (before/after)")
+    ap.add_argument("--ops", default="", help="only bulk cases whose label holds one of these comma-separated words")
     args = ap.parse_args()
     if args.qconsole:  # e.g. an older checkout's venv, for before/after figures
         global QCONSOLE
         QCONSOLE = args.qconsole
+    OPS.extend(w for w in args.ops.split(",") if w)
+    if args.baseline:
+        global BASELINE
+        BASELINE = args.baseline
     if args.bulk_n is None:
         args.bulk_n = 5_000 if args.quick else 100_000
     if args.quick:

@@ -89,3 +89,28 @@ def test_an_error_mid_batch_puts_every_claimed_message_back(tmp_path, monkeypatc
     scan = open_target(root).scan_queue("q")
     assert scan.counts["ready"] == 8 and scan.counts["inflight"] + scan.counts["expired"] == 12
     assert scan.counts["writing"] == 0  # no claim, tmp or journal left behind
+
+
+def test_recover_reads_a_copy_first_claim_by_its_copy(tmp_path):
+    """CLAIM_AFTER leftovers: claim and copy -> not committed (put back); claim alone -> committed (dropped)."""
+    root = str(tmp_path / "d")
+    b = ddmq_broker(root, "q")
+    for t in ("a", "b"):
+        b.publish("q", t, clean=False)
+    b.consume("q", n=2, clean=False)
+    qdir = os.path.join(root, "q")
+    work = sorted(os.listdir(os.path.join(qdir, "work")))
+    # a: killed between claim and commit (copy still there)
+    ta = claims.new_token()
+    tmp_a = claims.write_tmp(qdir, b'{"message": "a-copy"}', ta)
+    claims.Claim(qdir, f"work/{work[0]}", ta, kind=claims.CLAIM_AFTER).acquire()
+    # b: killed after the commit rename, before the claim was dropped
+    tb = claims.new_token()
+    tmp_b = claims.write_tmp(qdir, b'{"message": "b-copy"}', tb)
+    claims.Claim(qdir, f"work/{work[1]}", tb, kind=claims.CLAIM_AFTER).acquire()
+    os.rename(os.path.join(qdir, tmp_b), os.path.join(qdir, "9.1.ddmqbcopy"))
+    rep = _ops(root).recover(force=True)
+    assert len(rep.restored) == 1 and len(rep.completed) == 1 and not rep.problems
+    assert os.path.exists(os.path.join(qdir, "work", work[0])) and not os.path.exists(os.path.join(qdir, tmp_a))
+    assert not os.path.exists(os.path.join(qdir, "work", work[1])) and os.path.exists(os.path.join(qdir, "9.1.ddmqbcopy"))
+    assert not [n for n in os.listdir(qdir) + os.listdir(os.path.join(qdir, "work")) if n.startswith(".qconsole-")]

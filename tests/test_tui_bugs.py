@@ -396,7 +396,9 @@ def test_audit_shows_what_a_settings_change_set(tmp_path: Any) -> None:
 
 
 def test_show_completion_works(tmp_path: Any) -> None:
-    env = {**os.environ, "SHELL": "/bin/bash", "HOME": str(tmp_path)}
+    # typer's own test switch: take the shell named on the command line instead of detecting the
+    # parent process's (which depends on what runs pytest)
+    env = {**os.environ, "SHELL": "/bin/bash", "HOME": str(tmp_path), "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
     out = subprocess.run([sys.executable, "-m", "qconsole", "--show-completion", "bash"], capture_output=True,
                          text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from ..model import RootScan
 from ..safetext import safe_name
@@ -13,14 +12,24 @@ OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
 NAMES = {OK: "OK", WARNING: "WARNING", CRITICAL: "CRITICAL", UNKNOWN: "UNKNOWN"}
 
 
-@dataclass
 class Thresholds:
-    warn_ready: int | None = None
-    crit_ready: int | None = None
-    warn_age: float | None = None
-    crit_age: float | None = None
-    warn_expired: int | None = None
-    crit_expired: int | None = None
+    """Per-queue thresholds (None: not checked). A plain class: ``check`` starts without
+    importing dataclasses (Nagios runs it every minute on every host)."""
+
+    __slots__ = ("warn_ready", "crit_ready", "warn_age", "crit_age", "warn_expired", "crit_expired")
+
+    def __init__(self, warn_ready: int | None = None, crit_ready: int | None = None, warn_age: float | None = None,
+                 crit_age: float | None = None, warn_expired: int | None = None,
+                 crit_expired: int | None = None) -> None:
+        self.warn_ready, self.crit_ready = warn_ready, crit_ready
+        self.warn_age, self.crit_age = warn_age, crit_age
+        self.warn_expired, self.crit_expired = warn_expired, crit_expired
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Thresholds) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    def __repr__(self) -> str:
+        return "Thresholds(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
 
 def _perf_label(name: str) -> str:

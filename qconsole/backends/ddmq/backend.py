@@ -133,12 +133,12 @@ class DdmqBackend(FileBackend):
             done.append(body["id"])
         return done
 
-    #: messages whose copies share one durability barrier (see claims.transfer_prepared)
+    #: messages whose copies share one durability barrier (see claims.commit_written)
     REQUEUE_BATCH = 128
 
     def requeue(self, queue: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
         from ..fs import claims
-        from ..fs.atomic import dir_gid, unlink_quiet
+        from ..fs.atomic import dir_gid, read_all, unlink_quiet
         from ..results import CONSUMED
         from . import writes
 
@@ -148,40 +148,36 @@ class DdmqBackend(FileBackend):
             prio = 0
         gid = dir_gid(qdir)
         out: list[tuple[str, str | None]] = []
-        batch: list[tuple[str, claims.Claim, claims.Placement]] = []
+        batch: list[tuple[str, str, str, str]] = []  # (id, relpath, tmp name, final name)
 
         def commit_batch() -> None:
-            claims.transfer_prepared(queue, [(c, p) for _id, c, p in batch])
-            out.extend((mid, None) for mid, _c, _p in batch)
+            for mid, committed in claims.commit_written(qdir, batch):
+                # not committed: the consumer acked (or ddmq's clean() requeued) it first
+                out.append((mid, None if committed else CONSUMED))
             batch.clear()
 
         try:
             for msg in msgs:
                 self.tick(len(out) + len(batch), len(msgs))
-                claim = claims.Claim(qdir, msg.relpath)
-                if not claim.acquire():
-                    out.append((msg.id, CONSUMED))  # the consumer acked (or ddmq's clean() requeued) it first
-                    continue
+                # copy first (from the message as it is), claim at commit time: no journal needed
                 try:
-                    body = writes.decode(claim.read(), msg.relpath)
+                    body = writes.decode(read_all(os.path.join(qdir, msg.relpath)), msg.relpath)
+                except FileNotFoundError:
+                    out.append((msg.id, CONSUMED))
+                    continue
                 except (OperationError, OSError) as err:
-                    claim.restore()
                     why = str(err) if isinstance(err, OperationError) else err.strerror
                     out.append((msg.id, f"left as it was: {why}"))
                     continue
                 new = writes.requeued_body(body, queue, prio)
-                try:
-                    tmp = claims.write_tmp(qdir, writes.encode(new), claim.token, gid, sync=False)
-                except BaseException:
-                    unlink_quiet(os.path.join(qdir, claims.owned_name(claims.TMP, claim.token)))
-                    claim.restore()
-                    raise
-                batch.append((msg.id, claim, claims.Placement(qdir, tmp, new["filename"], tmp)))
+                tmp = claims.write_tmp(qdir, writes.encode(new), claims.new_token(), gid, sync=False)
+                batch.append((msg.id, msg.relpath, tmp, new["filename"]))
                 if len(batch) >= self.REQUEUE_BATCH:
                     commit_batch()
             commit_batch()
         except BaseException:
-            claims.undo_prepared([(c, p) for _id, c, p in batch])  # claimed, not committed: put back
+            for _id, _rel, tmp, _final in batch:  # written, never claimed: only the copies go
+                unlink_quiet(os.path.join(qdir, tmp))
             raise
         self.tick(len(msgs), len(msgs))
         return out

@@ -35,7 +35,10 @@ from .listing import QC_TEMP_PREFIX
 from .atomic import dir_gid, link_noclobber, read_all, rename_checked, unlink_quiet, write_new
 
 CLAIM, TMP, JOURNAL, CFG = "claim", "tmp", "journal", "cfg"
-KINDS = (CLAIM, TMP, JOURNAL, CFG)
+#: a claim taken only after its new copy was fully written (the ddmq requeue, see
+#: :func:`commit_written`): committed exactly when no copy of its token is left
+CLAIM_AFTER = "claimw"
+KINDS = (CLAIM, TMP, JOURNAL, CFG, CLAIM_AFTER)
 HOST = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:6]
 #: another host's leftovers are only recovered when they are at least this old (seconds)
 FOREIGN_HOST_GRACE = 300.0
@@ -114,14 +117,14 @@ class Placement:
 class Claim:
     """One message held by this process."""
 
-    def __init__(self, queue_dir: str, relpath: str, token: str | None = None) -> None:
+    def __init__(self, queue_dir: str, relpath: str, token: str | None = None, kind: str = CLAIM) -> None:
         self.queue_dir = queue_dir
         self.relpath = relpath
         self.token = token or new_token()
         sub, _, name = relpath.rpartition("/")
         self.dir = os.path.join(queue_dir, sub) if sub else queue_dir
         self.src = os.path.join(queue_dir, relpath)
-        self.path = os.path.join(self.dir, owned_name(CLAIM, self.token, relpath))
+        self.path = os.path.join(self.dir, owned_name(kind, self.token, relpath))
         self.journal = os.path.join(self.dir, owned_name(JOURNAL, self.token))
 
     def acquire(self) -> bool:
@@ -191,7 +194,7 @@ def write_tmp(dest_dir: str, data: bytes, token: str, gid: int | None = None, *,
     """The new copy under a name no client lists (step 2); returns its base name.
 
     ``gid``: the destination's group when the caller already has it (one stat per operation,
-    not per message); ``sync=False`` leaves the fsync to :func:`transfer_prepared`'s barrier.
+    not per message); ``sync=False`` leaves the fsync to :func:`commit_written`'s barrier.
     """
     name = owned_name(TMP, token)
     write_new(os.path.join(dest_dir, name), data, dir_gid(dest_dir) if gid is None else gid, sync=sync)
@@ -225,38 +228,46 @@ def sync_files(paths: list[str]) -> None:
         list(pool.map(_fsync_path, paths))  # list(): re-raises the first error
 
 
-def undo_prepared(entries: list[tuple[Claim, Placement]]) -> None:
-    """Uncommitted transfers undone: each copy removed, each message put back where it was."""
-    for claim, placement in entries:
-        _drop_placement(placement)
-        unlink_quiet(claim.journal)
-        claim.restore()
+def commit_written(queue_dir: str, entries: list[tuple[str, str, str, str]]) -> list[tuple[str, bool]]:
+    """Commit copies written (unsynced) beside their messages, copy first, claim second.
 
-
-def transfer_prepared(dest_queue: str, entries: list[tuple[Claim, Placement]]) -> None:
-    """Steps 3-5 for a batch of claimed messages whose copies are written but not yet synced.
-
-    One durability barrier for the whole batch (:func:`sync_files`) instead of an fsync per
-    message, then for each: journal, commit rename, clean up -- the same per-message protocol
-    as :func:`transfer`, so :func:`recover` treats a killed batch message by message. On an
-    error, the entries not committed yet are undone and the error propagates.
+    ``entries``: (message id, the message's relpath, the copy's tmp name, its final name).
+    One durability barrier for the batch (:func:`sync_files`), then per message: claim it
+    (kind CLAIM_AFTER, same token as its tmp), rename the copy live, drop the claim. No journal
+    file: a CLAIM_AFTER claim exists only while its copy is complete, so :func:`recover`
+    reads "claim and copy left" as not committed (copy dropped, message put back) and "claim
+    alone" as committed. Three namespace changes and one new file per message, where the
+    journalled transfer makes five and two. Returns (id, committed); False: the message was
+    gone before the claim (consumed) and its copy was dropped. On an error, the message in
+    hand is put back and every copy not committed is removed, then the error propagates.
     """
-    committed = 0
+    out: list[tuple[str, bool]] = []
+    i = 0
+    claim: Claim | None = None
     try:
-        sync_files([os.path.join(p.dest_dir, p.tmp) for _c, p in entries if p.tmp])
-        for claim, placement in entries:
-            claim.write_journal(dest_queue, placement)
-            src = os.path.join(placement.dest_dir, placement.commit_from)
-            if not rename_checked(src, os.path.join(placement.dest_dir, placement.final)):
-                committed += 1  # as transfer(): left with its journal for recover to judge
-                raise OSError(errno.ENOENT, "commit rename lost its source", src)
-            committed += 1
-            if placement.tmp and placement.tmp != placement.commit_from:
-                unlink_quiet(os.path.join(placement.dest_dir, placement.tmp))
-            claim.release()
+        sync_files([os.path.join(queue_dir, tmp) for _m, _r, tmp, _f in entries])
+        for i, (mid, relpath, tmp, final) in enumerate(entries):
+            token = parse_owned(tmp).token  # type: ignore[union-attr]
+            claim = Claim(queue_dir, relpath, token, kind=CLAIM_AFTER)
+            if not claim.acquire():
+                claim = None
+                unlink_quiet(os.path.join(queue_dir, tmp))
+                out.append((mid, False))
+                continue
+            if not rename_checked(os.path.join(queue_dir, tmp), os.path.join(queue_dir, final)):
+                claim.restore()  # our copy vanished before its commit: the message stays where it was
+                claim = None
+                raise OSError(errno.ENOENT, "commit rename lost its source", os.path.join(queue_dir, tmp))
+            committed, claim = claim, None  # from here on an error leaves it to recover: committed
+            committed.release()
+            out.append((mid, True))
     except BaseException:
-        undo_prepared(entries[committed:])
+        if claim is not None:  # claimed, not committed (the copy is still there): put it back
+            claim.restore()
+        for _m, _r, tmp, _f in entries[i:] if entries else ():
+            unlink_quiet(os.path.join(queue_dir, tmp))  # (a committed copy has no tmp name left)
         raise
+    return out
 
 
 # --------------------------------------------------------------------------- recovery
@@ -325,12 +336,15 @@ def recover(root_path: str, queue_dirs: list[str], *, force: bool = False) -> Re
         if not force and any(owner_alive(o, os.path.join(d, n), now) for d, n, o in items):
             report.live.extend(os.path.relpath(os.path.join(d, n), root_path) for d, n, _o in items)
             continue
-        claims = [(d, n, o) for d, n, o in items if o.kind == CLAIM]
+        claims = [(d, n, o) for d, n, o in items if o.kind in (CLAIM, CLAIM_AFTER)]
         journals = [(d, n, o) for d, n, o in items if o.kind == JOURNAL]
         tmps = [(d, n, o) for d, n, o in items if o.kind in (TMP, CFG)]
         doc = _load_journal(os.path.join(journals[0][0], journals[0][1])) if journals else None
         committed = False
-        if doc is not None:
+        if doc is None and any(o.kind == CLAIM_AFTER for _d, _n, o in claims):
+            # the copy was complete before the claim was taken: gone means renamed live
+            committed = not tmps
+        elif doc is not None:
             dest_dir = os.path.join(root_path, str(doc.get("dest", "")))
             committed = not os.path.lexists(os.path.join(dest_dir, str(doc.get("commit_from", ""))))
             if not committed:

@@ -7,7 +7,6 @@ deadline has passed). vsqs 0.3 writes µs for both numbers; its README says ms. 
 
 from __future__ import annotations
 
-import heapq
 import os
 import re
 import time
@@ -251,6 +250,8 @@ def _scan_streamed(qdir: str, scan: QueueScan, now: float, typed: bool) -> bool:
     and returns False, and the caller lists again the exact way. Two different ids with one
     hash (odds ~n^2/2^64: 3e-8 at 1M names) would count once.
     """
+    import heapq  # (only here: not on every stats start-up)
+
     errors = ErrorList()
     ready_n = held_n = 0
     ready_h: set[int] = set()
