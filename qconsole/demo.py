@@ -10,6 +10,7 @@ protocols, acknowledge, and some of them "die" holding a message, so it expires.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -17,7 +18,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .backends import backend_class, open_target
@@ -27,6 +28,9 @@ FIXED_NOW = 1714564800.0
 
 #: the kinds of store the demo always shows (they need nothing but a directory)
 FILE_KINDS = ("ddmq", "vsqs")
+#: kinds the demo adds when it can start their server (RSMQ: a private redis-server); a kit
+#: whose make_root cannot raises QConsoleError, and the demo goes on without it, saying so
+SERVER_KINDS = ("rsmq",)
 DDMQ_QUEUES = backend_class("ddmq").demo().QUEUES
 VSQS_QUEUES = backend_class("vsqs").demo().QUEUES
 
@@ -131,27 +135,72 @@ class Simulation:
         """Every 25 s put expired messages back, as the clients' own cleaners do."""
         while not self.stop_event.wait(25):
             for root in self.roots:
-                ops = self._ops(root)
-                for q in ops.root.queue_names()[0]:
-                    with contextlib.suppress(Exception):
-                        ops.requeue(q, expired_only=True)
+                with contextlib.suppress(Exception):
+                    ops = self._ops(root)
+                    try:
+                        for q in ops.root.queue_names()[0]:
+                            with contextlib.suppress(Exception):
+                                ops.requeue(q, expired_only=True)
+                    finally:
+                        ops.root.close()  # an RSMQ root holds a connection
+
+
+def make_roots(base: str, kinds: tuple[str, ...] | None = None, note: Any = None,
+               stops: list[Callable[[], None]] | None = None) -> tuple[list[str], list[Callable[[], None]]]:
+    """The demo's roots under ``base`` (the file layouts, then every server kind that can start)
+    and what stops them (appended to ``stops`` as each starts, so a signal meanwhile finds
+    it). ``note(line)`` hears why a server kind is left out (one line each)."""
+    from .errors import QConsoleError
+
+    roots: list[str] = []
+    stops = [] if stops is None else stops
+    for kind in kinds or (*FILE_KINDS, *SERVER_KINDS):
+        kit = backend_class(kind).demo()
+        try:
+            root = kit.make_root(os.path.join(base, kind))
+        except QConsoleError as err:
+            if kind in FILE_KINDS:
+                raise
+            if note is not None:
+                note(f"no {backend_class(kind).title} in this demo: {err}")
+            continue
+        roots.append(root)
+        stop = getattr(kit, "stop_root", None)
+        if stop is not None:
+            stops.append(functools.partial(stop, root))
+    return roots, stops
+
+
+def _say(line: str) -> None:
+    import sys
+
+    sys.stderr.write(f"qconsole demo: {line}\n")
+    sys.stderr.flush()
 
 
 @contextlib.contextmanager
-def demo_session(directory: str | None = None) -> Iterator[tuple[list[str], Simulation]]:
+def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = None,
+                 note: Any = _say) -> Iterator[tuple[list[str], Simulation]]:
     """Create the demo roots (in ``directory``, kept; or a temp dir, removed), run the simulation.
 
-    The temp dir is removed on a normal exit and also when the terminal goes away (SIGHUP, an
-    SSH drop) or the process is told to stop (SIGTERM): no ``qconsole-demo-*`` is left behind.
+    Roots of every kind: the file layouts' directories, and an RSMQ target (a private
+    redis-server on a unix socket in the demo's directory) when a server binary is found.
+    The temp dir is removed and the servers stopped on a normal exit and also when the terminal
+    goes away (SIGHUP, an SSH drop) or the process is told to stop (SIGTERM): no
+    ``qconsole-demo-*`` and no redis-server is left behind.
     """
     import signal
 
     base: str | None = None
     sim: Simulation | None = None
+    stops: list[Callable[[], None]] = []
 
     def clean_up() -> None:
         if sim is not None:
             sim.stop()
+        while stops:
+            with contextlib.suppress(Exception):
+                stops.pop()()
         if not directory and base is not None:
             shutil.rmtree(base, ignore_errors=True)
 
@@ -169,7 +218,7 @@ def demo_session(directory: str | None = None) -> Iterator[tuple[list[str], Simu
             previous[sig] = signal.signal(sig, on_signal)
     base = os.path.abspath(directory) if directory else tempfile.mkdtemp(prefix="qconsole-demo-")
     try:
-        roots = [make_root(kind, os.path.join(base, kind)) for kind in FILE_KINDS]
+        roots, _stops = make_roots(base, kinds, note, stops)
         sim = Simulation(*roots).start()
         yield roots, sim
     finally:

@@ -23,7 +23,7 @@ from textual.strip import Strip
 from qconsole.model import Message
 from qconsole.output import humanize
 from qconsole.safetext import safe_name
-from qconsole.states import EXPIRED, INFLIGHT, READY
+from qconsole.states import DELAYED, EXPIRED, INFLIGHT, READY
 
 #: countdown colours: yellow at or below WARN seconds, red at or below DANGER
 WARN_S = 30.0
@@ -73,11 +73,14 @@ def countdown(msg: Message, now: float) -> tuple[str, str]:
 
     Whole seconds left are rounded up, so each second shows once (ddmq deadlines are whole
     seconds: rounding to nearest showed ``1s`` for two ticks). An expired message shows how
-    long ago it expired.
+    long ago it expired. A delayed message (RSMQ) counts down to when it becomes visible, in
+    the plain style (nothing is late); at zero it is ready, and shows no countdown.
     """
-    if msg.deadline is None or msg.state not in (INFLIGHT, EXPIRED):
+    if msg.deadline is None or msg.state not in (INFLIGHT, EXPIRED, DELAYED):
         return "", ""
     left = msg.deadline - now
+    if msg.state == DELAYED:
+        return (humanize.duration(math.ceil(left)), "") if left > 0 else ("", "")
     if left <= 0:
         return f"{humanize.duration(math.floor(-left))} ago", "expired"
     level = "danger" if left <= DANGER_S else "warn" if left <= WARN_S else ""
@@ -88,6 +91,8 @@ def shown_state(msg: Message, now: float) -> str:
     """The state against the app clock: an in-flight message whose countdown hit zero is expired."""
     if msg.state == INFLIGHT and msg.deadline is not None and msg.deadline <= now:
         return EXPIRED
+    if msg.state == DELAYED and msg.deadline is not None and msg.deadline <= now:
+        return READY  # its delay is over: the next receive may take it
     return msg.state
 
 

@@ -12,7 +12,7 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from qconsole.backends.base import SETTINGS, TRASH, Backend
+from qconsole.backends.base import DELAYED, SETTINGS, TRASH, WRITING, Backend
 from qconsole.errors import QConsoleError
 from qconsole.model import QueueScan
 from qconsole.output import humanize
@@ -139,7 +139,7 @@ class RootScreen(Screen[None]):
         yield Header()
         table = QueueTable(cursor_type="row", id="queues")
         for key, label, width in COLUMNS:
-            table.add_column(label, key=key, width=width)
+            table.add_column(other_label(self.qapp.roots) if key == "other" else label, key=key, width=width)
         yield table
         yield Input(placeholder="filter queues (escape clears)", id="filter", classes="hidden")
         yield Static(id="rnotes", classes="hidden")
@@ -462,6 +462,15 @@ class RootScreen(Screen[None]):
         if not event.value.strip():
             event.input.add_class("hidden")
         self.query_one(DataTable).focus()
+
+
+def other_label(roots: list[Backend]) -> str:
+    """The header of the column counting the other message states, by what the stores have:
+    ``wr`` (writing, the file layouts), ``dl`` (delayed, RSMQ), ``w/d`` in a mixed session."""
+    words = [w for cap, w in ((WRITING, "wr"), (DELAYED, "dl")) if any(r.can(cap) for r in roots)]
+    if len(words) > 1:
+        return "/".join(w[0] for w in words)
+    return words[0] if words else "wr"
 
 
 def row_key(root_index: int, queue: str) -> str:

@@ -37,7 +37,7 @@ def report(
     out: Annotated[str, typer.Option("--out", "-o", help="Output directory: messages/ and trends/ Parquet, summary.json.")] = "qconsole-report",
     master: Annotated[str, typer.Option("--master", envvar="SPARK_MASTER", help="Spark master URL: local[*], spark://host:7077, yarn, k8s://... (or $SPARK_MASTER).")] = "local[*]",
     history: Annotated[Optional[list[str]], typer.Option("--history", help="JSON lines from `qconsole stats --json --watch N >> FILE` (repeatable): hourly backlog trends.")] = None,
-    poison_threshold: Annotated[int, typer.Option("--poison-threshold", min=1, help="A message requeued this many times (ddmq requeue_counter) is a poison candidate.")] = 3,
+    poison_threshold: Annotated[int, typer.Option("--poison-threshold", min=1, help="A message requeued this many times (ddmq requeue_counter; RSMQ: received this many times, rc) is a poison candidate.")] = 3,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Let Spark's own log lines through.")] = False,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
@@ -46,7 +46,8 @@ def report(
     """Analyse a whole root on Spark: per-message inventory (Parquet), per-queue summary (JSON + terminal)."""
     from ..report import render
 
-    handle = open_target(pick_root(root, root_opt), layout)
+    target = pick_root(root, root_opt)
+    handle = open_target(target, layout)
     names, root_errors = handle.queue_names()
     history_files = [os.path.abspath(h) for h in history or ()]
     for path in history_files:  # fail before the slow start-up
@@ -58,7 +59,7 @@ def report(
     spark_job.check_master(master)
 
     try:
-        _run(handle, names, root_errors, out, master, history_files, poison_threshold, verbose, spark_job, render)
+        _run(handle, str(target), names, root_errors, out, master, history_files, poison_threshold, verbose, spark_job, render)
     except QConsoleError:
         raise
     except Exception as err:
@@ -70,10 +71,14 @@ def report(
         raise QConsoleError(f"Spark failed: {first[:300]} (run with --verbose for Spark's log)") from None
 
 
-def _run(handle: Any, names: list[str], root_errors: list[str], out: str, master: str, history_files: list[str],
+def _run(handle: Any, target: str, names: list[str], root_errors: list[str], out: str, master: str, history_files: list[str],
          poison_threshold: int, verbose: bool, spark_job: Any, render: Any) -> None:
     from rich.console import Console
 
+    from ..report import inventory
+
+    location = inventory.location_of(handle.kind, target, handle)
+    now = handle.now()  # the store's clock: Redis TIME for RSMQ, as `stats` judges states
     console = _progress_console()
     with render.JobProgress(console) as progress:
         progress.phase(f"starting Spark ({master})")
@@ -86,7 +91,7 @@ def _run(handle: Any, names: list[str], root_errors: list[str], out: str, master
                 spark_job.ship_package(spark)
             doc = spark_job.run_report(
                 spark, root=handle.path, layout=handle.kind, queues=names, root_errors=root_errors,
-                out_dir=os.path.abspath(out), now=time.time(), threshold=poison_threshold,
+                out_dir=os.path.abspath(out), now=now, location=location, threshold=poison_threshold,
                 history_files=history_files, progress=progress,
             )
         finally:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from ..backends import open_target
 from .app import app
-from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootArg, RootOpt, guarded, pick_root
+from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootOpt, guarded, pick_root
 
 WarnReady = Annotated[Optional[int], typer.Option("--warn-ready", min=0, help="Highlight queues with this many ready messages (as `check`).", show_default=False)]
 CritReady = Annotated[Optional[int], typer.Option("--crit-ready", min=0, help="Highlight as critical at this many ready.", show_default=False)]
@@ -19,10 +19,33 @@ CritExpired = Annotated[Optional[int], typer.Option("--crit-expired", min=0, hel
 PoisonOpt = Annotated[int, typer.Option("--poison-threshold", min=1, help="The dead-letter view lists messages redelivered this many times (as `report`).")]
 
 
+RootsArg = Annotated[
+    Optional[list[str]],
+    typer.Argument(help="One or more queue roots or RSMQ targets, shown together: a directory, "
+                   "redis://[user@]host[:port][/db][?ns=NAME], rediss://... or unix:///path/redis.sock "
+                   "(or --root / $QCONSOLE_ROOT).", show_default=False),
+]
+
+
+def open_targets(roots: list[str] | None, root_opt: str | None, layout: str) -> list[Any]:
+    """A backend for every target (ROOT... wins over --root, then $QCONSOLE_ROOT); a target that
+    cannot be opened is one line and exit 2, after closing the ones already open."""
+    targets = list(roots) if roots else [pick_root(None, root_opt)]
+    handles: list[Any] = []
+    try:
+        for target in targets:
+            handles.append(open_target(target, layout))
+    except BaseException:
+        for h in handles:
+            h.close()
+        raise
+    return handles
+
+
 @app.command("open")
 @guarded
 def open_(
-    root: RootArg = None,
+    roots: RootsArg = None,
     root_opt: RootOpt = None,
     interval: Annotated[float, typer.Option("--interval", "-i", min=0.2, help="Seconds between rescans.")] = 2.0,
     layout: LayoutOpt = "auto",
@@ -36,13 +59,14 @@ def open_(
     crit_expired: CritExpired = None,
     poison_threshold: PoisonOpt = 3,
 ) -> None:
-    """Open the live console on ROOT (the default command: `qconsole ROOT`)."""
+    """Open the live console on ROOT... (the default command: `qconsole ROOT`; several targets,
+    e.g. `qconsole /shared/queues redis://host`, are shown in one session)."""
     from ..output.nagios import Thresholds
 
-    handle = open_target(pick_root(root, root_opt), layout)
+    handles = open_targets(roots, root_opt, layout)
     from qconsole.screens.app import QConsoleApp
 
-    QConsoleApp(handle, interval=interval, read_only=read_only, audit_log=audit_log,
+    QConsoleApp(handles, interval=interval, read_only=read_only, audit_log=audit_log,
                 thresholds=Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired),
                 poison_threshold=poison_threshold).run()
 
@@ -61,7 +85,8 @@ def demo(
     interval: Annotated[float, typer.Option("--interval", "-i", min=0.2, help="Seconds between rescans.")] = 1.0,
     read_only: ReadOnlyOpt = False,
 ) -> None:
-    """A throw-away live system: VSQS and ddmq queues with simulated producers and consumers."""
+    """A throw-away live system: VSQS and ddmq queues, and an RSMQ namespace on a private
+    redis-server when one is installed, with simulated producers and consumers."""
     if screenshots:
         from qconsole.screens.shots import make_screenshots
 

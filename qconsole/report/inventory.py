@@ -73,6 +73,13 @@ def read_chunk(chunk: dict[str, Any]) -> list[list[Any]]:
     return store_module(chunk["store"]).read_chunk(chunk)
 
 
+def location_of(store: str, text: str, backend: Any) -> str:
+    """What the executors are given to reach the store: the module's ``report_location(text,
+    backend)`` when it has one (RSMQ: the URL without its password), else the backend's path."""
+    fn = getattr(store_module(store), "report_location", None)
+    return fn(text, backend) if fn is not None else backend.path
+
+
 def redelivery_field(store: str) -> str | None:
     """The inventory column that counts redeliveries in this store, or None if it records none."""
     return store_module(store).REDELIVERY_FIELD.get(store)

@@ -363,12 +363,15 @@ def run_report(
     threshold: int = summary.DEFAULT_POISON_THRESHOLD,
     history_files: Sequence[str] = (),
     progress: Any = None,
+    location: str | None = None,
 ) -> dict[str, Any]:
     """Run the whole report on ``spark``; writes DIR/messages/, DIR/trends/, DIR/summary.json.
 
     Two Spark actions: one job lists, reads and writes the inventory; one query computes the
     summaries (plus one for trends with ``--history``). The driver holds queue names, one row
-    per written Parquet file and one per queue, never the inventory."""
+    per written Parquet file and one per queue, never the inventory. ``location``: what the
+    executors open when it differs from the ``root`` shown (an RSMQ target's URL with its
+    parameters but no password)."""
     import json
     import threading
     import time
@@ -402,7 +405,7 @@ def run_report(
     redelivery = inventory.redelivery_field(layout)
     progress.phase("listing and reading on the executors")
     progress.detail(stage_detail)
-    written = write_inventory(spark, root, layout, queues, now, messages_dir, counters)
+    written = write_inventory(spark, location or root, layout, queues, now, messages_dir, counters)
     stage_detail(finished=True)  # the listing line, if the poll missed the moment
     progress.detail(None)
     rows = sum(r for _f, r in written)

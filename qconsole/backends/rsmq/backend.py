@@ -167,6 +167,8 @@ class RsmqBackend(Backend):
     capabilities = frozenset({CAP_DELAYED, TRASH, SETTINGS, CREATE_QUEUE, DELETE_QUEUE, REDELIVERY_COUNT})
     #: 10 base36 characters of send time, then 6 of the 22 random ones: unique in practice
     short_id_chars = 16
+    #: the Spark report reads a namespace by rank ranges (ZRANGE) and HMGET on the executors
+    report_module = "qconsole.backends.rsmq.report_chunks"
     publish_options = (
         Option("delay", "float", "Seconds before the message becomes visible (0-9999999, ms precision; "
                "default: the queue's delay).", minimum=0),
