@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "backends"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "tui"))  # the Pilot helpers other suites reuse
 
 from peers import ddmq_broker, vsqs_manager  # noqa: E402
 

@@ -16,7 +16,7 @@ included -- so every change qconsole makes to a file-system store goes through t
 * **YAML**: size-capped, safe loading with limits on aliases, depth and integer size.
 
 Only this module calls ``os.rename``/``os.link``/``os.unlink``/``os.rmdir``/``os.mkdir`` or
-opens files for writing; ``tests/test_store_hygiene.py`` walks the code to keep it so.
+opens files for writing; ``tests/unit/test_store_hygiene.py`` walks the code to keep it so.
 """
 
 from __future__ import annotations

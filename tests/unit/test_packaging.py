@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tomllib
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_every_package_of_the_tree_is_listed_and_screens_maps_to_qconsole_screens() -> None:

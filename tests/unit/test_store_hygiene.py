@@ -10,7 +10,7 @@ import ast
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(HERE))
 SAFETY = os.path.join("qconsole", "backends", "fs", "safety.py")
 #: modules that write files that are not a store, each for a stated reason
 NOT_A_STORE = {
@@ -26,6 +26,8 @@ NOT_A_STORE = {
     os.path.join("qconsole", "backends", "fs", "demo_files.py"),
     os.path.join("qconsole", "backends", "vsqs", "demo.py"),
     os.path.join("qconsole", "backends", "ddmq", "demo.py"),
+    # ... and the RSMQ demo makes the socket directory of the private redis-server it starts
+    os.path.join("qconsole", "backends", "rsmq", "demo.py"),
 }
 OS_CHANGES = {"rename", "renames", "link", "symlink", "unlink", "replace", "remove", "removedirs", "rmdir",
               "mkdir", "makedirs", "truncate", "mkfifo", "mknod"}

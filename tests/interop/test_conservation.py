@@ -15,7 +15,7 @@ from qconsole.backends.fs.listing import QC_TEMP_PREFIX
 from qconsole.ops import Operations
 from qconsole.backends import open_target as Root
 
-HERE = os.path.dirname(__file__)
+HERE = os.path.dirname(os.path.dirname(__file__))  # tests/, where the worker lives
 WORKER = os.path.join(HERE, "ops_vsqs_worker.py")
 PER_PRODUCER = 1200
 PRODUCERS = 2
