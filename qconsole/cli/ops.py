@@ -4,7 +4,6 @@ trash, audit, recover. Each goes through :class:`qconsole.ops.Operations`."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Annotated, Any, Optional
 
