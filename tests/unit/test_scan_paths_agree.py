@@ -150,3 +150,53 @@ def test_vsqs_streamed_count_handles_a_consume_during_the_listing(tmp_path, monk
     assert [_fields(s) for s in streamed] == [_fields(s) for s in exact]
     assert streamed[0].counts["ready"] == 3 and streamed[1].counts["ready"] == 2  # the FIFO: foreign when typed
     assert streamed[0].counts["inflight"] == 1 and streamed[0].counts["expired"] == 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(vsqs_name, max_size=12, unique=True), min_size=1, max_size=6),
+       st.sampled_from(["1700000000000000", "1700000000000", "17000000000000000000"]))
+def test_vsqs_count_many_equals_scan_queue_per_queue(queues, base):
+    """The short way for plain small queues gives what the exact per-queue scan gives, for any mix:
+    plain ready/held queues (in µs, ms or ns), empty ones, and ones with anything unusual."""
+    root = tempfile.mkdtemp(prefix="qc-many-")
+    try:
+        names = []
+        for qi, listing in enumerate(queues):
+            name = f"q{qi}"
+            names.append(name)
+            os.makedirs(os.path.join(root, name))
+            if qi % 2:  # every other queue plain: ids of one width, some held
+                listing = [str(int(base) + i) if i % 3 else f"{int(base) + i}.{int(base) + 10**6 * i}"
+                           for i in range(len(listing))]
+            for n in listing:
+                open(os.path.join(root, name, n), "w").close()
+        many = vsqs.count_many(root, names, NOW)
+        one = [vsqs.scan_queue(root, n, NOW) for n in names]
+    finally:
+        shutil.rmtree(root)
+    assert many == one
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(waiting_name, junk.filter(lambda n: "\n" not in n and n not in ("work", "ddmq.yaml"))),
+                max_size=20, unique=True),
+       st.lists(work_name, max_size=8, unique=True),
+       st.lists(uid, max_size=3))
+def test_ddmq_chunked_waiting_parse_equals_exact(monkeypatch, waiting, work, shared):
+    """A huge queue directory parsed chunk by chunk (ids as hashes) counts as the whole parse does,
+    with ids also in work/ (a consume during the listing) and ids listed twice in the queue."""
+    waiting = list(dict.fromkeys(waiting + [f"9.{i}.ddmq{u}" for i, u in enumerate(shared)]
+                                 + [f"1.1700000000{i}.ddmq{u}" for i, u in enumerate(shared)]))
+    work = list(dict.fromkeys(work + [f"1700000100.9.{i}.ddmq{u}" for i, u in enumerate(shared[:1])]))
+    root = _on_disk(waiting, ddmq_layout=True)
+    for n in work:
+        open(os.path.join(root, "q", "work", n), "w").close()
+    try:
+        exact = [ddmq.scan_queue(root, "q", NOW, check_types=t) for t in (False, True)]
+        with monkeypatch.context() as m:
+            m.setattr(ddmq, "BIG_LISTING", 0)
+            m.setattr(ddmq, "CHUNK", 3)
+            chunked = [ddmq.scan_queue(root, "q", NOW, check_types=t) for t in (False, True)]
+    finally:
+        shutil.rmtree(root)
+    assert [_fields(s) for s in chunked] == [_fields(s) for s in exact]

@@ -19,7 +19,7 @@ from ...model import Message, QueueScan
 from ...states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 from ...timeunits import ddmq_created
 from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
-from ..fs.detect import DDMQ_CONFIG
+from ..fs.detect import DDMQ_CONFIG, DDMQ_WORK, is_ddmq_queue_dir as is_queue_dir
 from ..fs.listing import (
     QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, names_only, os_error_line,
 )
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 CONFIG = DDMQ_CONFIG
 #: ddmq ids are uuid4 hex (32); longer ones are nobody's
 MAX_UID = 64
-WORK = "work"
+WORK = DDMQ_WORK
 #: names ddmq itself leaves in a queue directory besides messages
 _QUEUE_FILES = frozenset({CONFIG, CONFIG + ".intermediate", CONFIG + ".example", WORK})
 
@@ -86,13 +86,6 @@ def matches_client_glob(name: str) -> bool:
 def is_expired(deadline_s: int, now: float) -> bool:
     # ddmq clean(): int(expiry) < int(time.time())
     return deadline_s < int(now)
-
-
-def is_queue_dir(path: str) -> bool:
-    """ddmq's own check_dir(): a ``ddmq.yaml`` file and a ``work`` directory -- a real one:
-    a ``work`` that is a symlink is never followed, so that queue is not one here."""
-    return os.path.isfile(os.path.join(path, CONFIG)) and os.path.isdir(os.path.join(path, WORK)) \
-        and not os.path.islink(os.path.join(path, WORK))
 
 
 def list_queue_names(root: str) -> tuple[list[str], list[str]]:
@@ -213,45 +206,56 @@ def scan_queue(
     except OSError as err:
         scan.errors.append(os_error_line(err, name))
         return scan
-    wgroups, rest = _bulk_parse(_WAITING_RE, _WAITING_LINES, names, irregular, _QUEUE_FILES)
-    temp, foreign = _leftovers(rest, irregular, parse_waiting, "", "matches ddmq's *.ddmq* glob but is not a "
-                               "message name", errors, skip=_QUEUE_FILES)
     hgroups: list[tuple[str, ...]] = []  # (deadline, prio, qn, uid)
-    try:
+    wrest: list[str] = []
+    wirregular: frozenset[str] | set[str] = frozenset()
+    werror = None
+    try:  # listed right after the queue directory, parsed first (its ids decide the queue's)
         wdir = os.path.join(qdir, WORK)
         wnames, wirregular = listing(wdir) if typed else names_only(wdir)
     except OSError as err:
-        errors.add(os_error_line(err, f"{name}/{WORK}"))
+        werror = os_error_line(err, f"{name}/{WORK}")
     else:
         hgroups, wrest = _bulk_parse(_WORK_RE, _WORK_LINES, wnames, wirregular)
-        wtemp, wforeign = _leftovers(wrest, wirregular, parse_work, f"{WORK}/",
-                                     "not a work file name; ddmq's clean() will fail on it", errors)
-        temp += wtemp
-        foreign += wforeign
+        del wnames
 
     # Two listings can see one message in both places while a consumer renames it: the
     # consumed copy (work/) wins, since consume is the rename in flight far more often.
     held_uids = set(map(itemgetter(3), hgroups))
     if len(held_uids) != len(hgroups):  # one id twice in work/: keep one, as a dict would
         hgroups = list({g[3]: g for g in hgroups}.values())
-    uids = set(map(itemgetter(2), wgroups))
-    if len(uids) != len(wgroups) or not uids.isdisjoint(held_uids):
-        latest = {g[2]: g for g in wgroups}  # one entry per id, as a listing twice would give
-        wgroups = [g for uid, g in latest.items() if uid not in held_uids]
+    summary = None
+    if not collect and len(names) >= BIG_LISTING:
+        summary = _waiting_summary(names, irregular, held_uids)
+    if summary is None:
+        wgroups, rest = _bulk_parse(_WAITING_RE, _WAITING_LINES, names, irregular, _QUEUE_FILES)
+        uids = set(map(itemgetter(2), wgroups))
+        if len(uids) != len(wgroups) or not uids.isdisjoint(held_uids):
+            latest = {g[2]: g for g in wgroups}  # one entry per id, as a listing twice would give
+            wgroups = [g for uid, g in latest.items() if uid not in held_uids]
+        ready_by_prio = Counter(map(itemgetter(0), wgroups))
+        n_ready, oldest = len(wgroups), _oldest_qn(list(map(_SECOND, wgroups)))
+    else:
+        ready_by_prio, n_ready, oldest, rest = summary
+        wgroups = []
+    del names
+    temp, foreign = _leftovers(rest, irregular, parse_waiting, "", "matches ddmq's *.ddmq* glob but is not a "
+                               "message name", errors, skip=_QUEUE_FILES)
+    if werror:
+        errors.add(werror)
+    wtemp, wforeign = _leftovers(wrest, wirregular, parse_work, f"{WORK}/",
+                                 "not a work file name; ddmq's clean() will fail on it", errors)
+    temp += wtemp
+    foreign += wforeign
 
     counts = scan.counts
-    counts[READY] = len(wgroups)
+    counts[READY] = n_ready
     counts[WRITING] = temp
     counts[FOREIGN] = foreign
     by_prio: dict[str, dict[str, int]] = {}
-    for prio, n in Counter(map(itemgetter(0), wgroups)).items():
+    for prio, n in ready_by_prio.items():
         by_prio[prio] = {READY: n, INFLIGHT: 0, EXPIRED: 0}
-    if wgroups:
-        # same 10 digits of seconds first, then the fraction: text order is time order
-        oldest = min(map(_SECOND, wgroups))
-        if len(oldest) < 10:  # not a time-based queue number: only those that are count
-            qns = [qn for qn in map(_SECOND, wgroups) if len(qn) >= 10]
-            oldest = min(qns) if qns else None
+    if n_ready:
         scan.oldest_ready_created = ddmq_created(oldest) if oldest else None
     # expired: deadline < int(now) (ddmq's clean()); as numbers, so any digit width works
     cutoff = int(now)
@@ -280,6 +284,55 @@ def scan_queue(
         held = {g[3]: (f"{g[0]}.{g[1]}.{g[2]}.ddmq{g[3]}", int(g[0]), g[1], g[2]) for g in hgroups}
         scan.messages = _messages(name, waiting, held, now)
     return scan
+
+
+def _oldest_qn(qns: list[str]) -> str | None:
+    """The oldest time-based queue number: the same 10 digits of seconds first, then the
+    fraction, so text order is time order; shorter ones are not times and do not count."""
+    if not qns:
+        return None
+    oldest = min(qns)
+    if len(oldest) < 10:
+        qns = [qn for qn in qns if len(qn) >= 10]
+        oldest = min(qns) if qns else None
+    return oldest
+
+
+#: a queue directory listing this long is parsed in chunks of CHUNK names by _waiting_summary
+BIG_LISTING = 131_072
+CHUNK = 32_768
+
+
+def _waiting_summary(
+    names: list[str], irregular: frozenset[str] | set[str], held_uids: set[str]
+) -> tuple[Counter[str], int, str | None, list[str]] | None:
+    """(ready count by priority, ready count, oldest queue number, leftover names) of a huge
+    queue directory, parsed chunk by chunk so that no tuple per message outlives its chunk:
+    at 1M messages the whole parse held ~4 objects per message (~250 MB). Ids are kept as
+    hashes to find one id listed twice; any repeat (or a hash shared by two ids, odds
+    ~n^2/2^64) returns None and the caller parses the exact way."""
+    ready_by_prio: Counter[str] = Counter()
+    seen: set[int] = set()
+    n = 0
+    rest: list[str] = []
+    firsts: list[str] = []
+    for at in range(0, len(names), CHUNK):
+        groups, left = _bulk_parse(_WAITING_RE, _WAITING_LINES, names[at:at + CHUNK], irregular, _QUEUE_FILES)
+        rest += left
+        uids = list(map(_THIRD, groups))
+        if held_uids and not held_uids.isdisjoint(uids):  # consumed while listed: work/'s copy counts
+            groups = [g for g in groups if g[2] not in held_uids]
+            uids = list(map(_THIRD, groups))
+        hashes = set(map(hash, uids))
+        if len(hashes) != len(uids) or not seen.isdisjoint(hashes):
+            return None
+        seen |= hashes
+        n += len(groups)
+        ready_by_prio.update(map(_FIRST, groups))
+        qn = _oldest_qn(list(map(_SECOND, groups)))
+        if qn is not None:
+            firsts.append(qn)
+    return ready_by_prio, n, _oldest_qn(firsts), rest
 
 
 def _created_all(qns: list[str]) -> list[float | None]:
@@ -316,3 +369,9 @@ def _messages(
                             ddmq_created(qn), float(dl))
                 )
     return out
+
+
+def count_many(root: str, names: list[str], now: float, *, check_types: bool = False,
+               beside: bool = False) -> list[QueueScan]:
+    """:func:`scan_queue` for every queue of ``names``."""
+    return [scan_queue(root, n, now, check_types=check_types) for n in names]
