@@ -103,3 +103,36 @@ def test_a_frame_too_long_stops_the_child():
     with pytest.raises(ValueError):
         list(pipeline._frames(r))
     os.close(r)
+
+
+def test_ddmq_streamed_count_beside_equals_the_exact_path(tmp_path):
+    (tmp_path / "ddmq.yaml").touch()
+    q = tmp_path / "q"
+    (q / "work").mkdir(parents=True)
+    (q / "ddmq.yaml").touch()
+    for i in range(2500):  # waiting at three priorities; consumed ones (expired and in flight); a consume in flight
+        (q / f"{(1, 9, 999)[i % 3]}.{1_700_000_000_000 + i}.ddmq{i:032x}").touch()
+        if i % 10 == 0:
+            (q / "work" / f"{1_700_000_050 + (i % 100)}.9.{1_690_000_000_000 + i}.ddmq{(10**6 + i):032x}").touch()
+    (q / "work" / f"1700000999.1.1700000000000.ddmq{0:032x}").touch()  # id 0 is also waiting
+    for extra in ("junk.ddmqx", ".qconsole-tmp-x"):
+        (q / extra).touch()
+    (q / "work" / "bad.ddmq").touch()
+    got = _run(f"""
+        import json
+        from qconsole.backends.ddmq import layout
+        from qconsole.backends.fs import listing
+        root, now = {str(tmp_path)!r}, 1_700_000_080.0
+        def doc(s):
+            return [s.counts, s.by_priority, s.oldest_ready_created, s.next_deadline, s.errors, s.warnings]
+        exact = doc(layout.scan_queue(root, "q", now, stream=False))
+        layout.STREAM_BYTES = 0
+        listing.STREAM_CHUNK = 97
+        here = doc(layout.scan_queue(root, "q", now))
+        beside = doc(layout.scan_queue(root, "q", now, beside=True))
+        print(json.dumps([exact, here, beside]))
+    """)
+    exact, here, beside = got
+    assert exact == here == beside
+    assert exact[0]["ready"] == 2499 and exact[0]["inflight"] + exact[0]["expired"] == 251
+    assert exact[0]["expired"] == 75 and exact[0]["foreign"] == 2 and exact[0]["writing"] == 1
