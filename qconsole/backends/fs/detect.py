@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 from ...errors import RootError
 from ...states import DDMQ, LAYOUTS, VSQS
@@ -20,8 +21,12 @@ def is_ddmq_queue_dir(path: str) -> bool:
     """ddmq's own check_dir(): a ``ddmq.yaml`` file and a ``work`` directory -- a real one:
     a ``work`` that is a symlink is never followed, so that queue is not one here.
     (Here rather than in the ddmq module: detection must not import it for a VSQS root.)"""
-    return os.path.isfile(os.path.join(path, DDMQ_CONFIG)) and os.path.isdir(os.path.join(path, DDMQ_WORK)) \
-        and not os.path.islink(os.path.join(path, DDMQ_WORK))
+    if not os.path.isfile(os.path.join(path, DDMQ_CONFIG)):
+        return False
+    try:  # one lstat: a directory, and not a link to one
+        return stat.S_ISDIR(os.lstat(os.path.join(path, DDMQ_WORK)).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def module_for(layout: str) -> ModuleType:
