@@ -310,6 +310,8 @@ def scan_queue(
 def _held_figures(hgroups: list[tuple[str, ...]], now: float) -> tuple[dict[tuple[str, bool], int], float | None]:
     """({(priority, in flight?): count}, nearest future deadline) of work/ entries.
     Expired: deadline < int(now) (ddmq's clean()); as numbers, so any digit width works."""
+    if not hgroups:
+        return {}, None
     cutoff = int(now)
     deadlines = list(map(int, map(_FIRST, hgroups)))
     live = list(map(cutoff.__le__, deadlines))
