@@ -175,10 +175,10 @@ def cached_tree(cache: str, layout: str, shape: str, sizes: list[int]) -> str:
 
 
 class Result:
-    __slots__ = ("secs", "rss_kb", "out")
+    __slots__ = ("secs", "rss_kb", "out", "cpu")
 
-    def __init__(self, secs: float, rss_kb: int, out: bytes) -> None:
-        self.secs, self.rss_kb, self.out = secs, rss_kb, out
+    def __init__(self, secs: float, rss_kb: int, out: bytes, cpu: float = 0.0) -> None:
+        self.secs, self.rss_kb, self.out, self.cpu = secs, rss_kb, out, cpu
 
 
 #: subprocesses may write .pyc files (as an installed qconsole has them), whatever our shell says
@@ -199,7 +199,9 @@ def run(argv: list[str], *, ok=(0,), env: dict | None = None) -> Result:
         if p.returncode not in ok:
             err.seek(0)
             raise RuntimeError(f"{argv} -> {p.returncode}: {err.read().decode(errors='replace')[-2000:]}")
-    return Result(secs, ru.ru_maxrss, out)
+    # CPU (user + system) of the command and the children it waited for: on a shared machine
+    # wall time swings with the neighbours' load, CPU time much less
+    return Result(secs, ru.ru_maxrss, out, ru.ru_utime + ru.ru_stime)
 
 
 def drop_caches() -> str | None:
@@ -266,6 +268,10 @@ def med(rs: list[Result]) -> float:
     return statistics.median(r.secs for r in rs)
 
 
+def med_cpu(rs: list[Result]) -> float:
+    return statistics.median(r.cpu for r in rs)
+
+
 def peak(rs: list[Result]) -> float:
     return max(r.rss_kb for r in rs) / 1024
 
@@ -282,7 +288,7 @@ def bench_counts(args: argparse.Namespace, layout: str, shape: str, cold: bool) 
     # vsqs 0.3 cannot int() "<id>.new": its listing leaves those out
     listed = sum(sizes) - (doc["totals"]["writing"] if layout == "vsqs" else 0)
     assert int(res["client"][-1].out) == listed, (res["client"][-1].out, listed)
-    row = {k: {"ms": med(v) * 1000, "rss_mb": peak(v)} for k, v in res.items()}
+    row = {k: {"ms": med(v) * 1000, "cpu_ms": med_cpu(v) * 1000, "rss_mb": peak(v)} for k, v in res.items()}
     row.update(layout=layout, shape=shape, messages=sum(sizes), queues=len(sizes), cache="cold" if cold else "warm")
     return row
 
@@ -297,7 +303,8 @@ def print_counts(row: dict) -> None:
             continue
         r = row[k]
         print(f"    qconsole {k:5} {r['ms']:7.0f} ms = {r['ms'] / f:5.2f}x find, {r['ms'] / c:5.2f}x client;"
-              f" peak RSS {r['rss_mb']:5.0f} MB", flush=True)
+              f" peak RSS {r['rss_mb']:5.0f} MB; CPU {r['cpu_ms']:6.0f} ms = {r['cpu_ms'] / max(row['find']['cpu_ms'], 1):5.2f}x"
+              f" find's", flush=True)
 
 
 def bench_startup(args: argparse.Namespace) -> dict:
