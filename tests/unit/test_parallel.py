@@ -114,3 +114,17 @@ def test_no_process_or_pipe_to_spare_means_scanning_here(tmp_path, monkeypatch):
         with monkeypatch.context() as m:
             m.setattr(os, name, refuse)
             assert [q.counts for q in root.scan(now=1.7e9, jobs=3).queues] == want
+
+
+def test_a_busy_machine_gets_one_process(monkeypatch):
+    import io
+
+    monkeypatch.setattr(parallel, "available_cpus", lambda: 4)
+    for line, spare in ((b"0.1 0.2 0.3 1/200 99\n", 4), (b"5.0 5.0 5.0 3/200 99\n", 2), (b"9 9 9 12/200 99\n", 1)):
+        monkeypatch.setattr(parallel, "open", lambda *_a, line=line, **_k: io.BytesIO(line), raising=False)
+        assert parallel.spare_cpus() == spare
+        big = [parallel.MIN_PARALLEL_BYTES] * 10
+        assert parallel.auto_jobs(big) == spare
+    monkeypatch.setattr(parallel, "open", lambda *_a, **_k: io.BytesIO(b"garbage"), raising=False)
+    monkeypatch.setattr(parallel.os, "getloadavg", lambda: (2.5, 0.0, 0.0))
+    assert parallel.spare_cpus() == 2  # no /proc/loadavg to read: the 1-minute load average

@@ -40,11 +40,28 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def spare_cpus() -> int:
+    """CPUs not busy with other work right now, this process's own included (at least 1): a
+    second process only helps when there is an idle core; on a saturated login node it only
+    adds the cost of handing work over. Linux's instantaneous count of runnable tasks
+    (``/proc/loadavg``), else the 1-minute load average (as ``make -l`` judges)."""
+    try:
+        with open("/proc/loadavg", "rb") as fh:
+            others = int(fh.read().split()[3].split(b"/")[0]) - 1  # "running/total": we are one
+    except (OSError, ValueError, IndexError):
+        try:
+            others = int(os.getloadavg()[0])
+        except (AttributeError, OSError):
+            others = 0
+    return max(1, available_cpus() - max(0, others))
+
+
 def auto_jobs(sizes: list[int]) -> int:
-    """How many processes to scan with, from the listings' sizes: 1 for a small root."""
+    """How many processes to scan with, from the listings' sizes and the idle CPUs: 1 for a
+    small root or a busy machine."""
     if not hasattr(os, "fork") or sum(sizes) < MIN_PARALLEL_BYTES:
         return 1
-    return max(1, min(MAX_JOBS, available_cpus(), len(sizes)))
+    return max(1, min(MAX_JOBS, spare_cpus(), len(sizes)))
 
 
 def dir_size(paths: list[str]) -> int:

@@ -140,10 +140,16 @@ class FileBackend(Backend):
                 raise UnknownQueueError(f"no queue {missing[0]!r} in {self.path}")
             names = wanted
         module, path = self.module, self.path
+        # beside: a big queue is parsed in a forked process while this one lists it (asked
+        # for with --jobs 2 and up; by default when a core is idle)
+        beside = jobs is not None and jobs > 1
+        if jobs is None and hasattr(os, "fork"):
+            from .parallel import spare_cpus
+
+            beside = spare_cpus() > 1
 
         def scan_share(share: list[str]) -> list[QueueScan]:
-            # beside: a big queue is parsed in a forked process while this one lists it
-            return module.count_many(path, share, now, check_types=check_types, beside=jobs != 1)
+            return module.count_many(path, share, now, check_types=check_types, beside=beside)
 
         if jobs == 1 or len(names) < 2:
             scans = scan_share(names)
