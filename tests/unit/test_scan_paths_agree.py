@@ -193,7 +193,7 @@ def test_ddmq_streamed_count_equals_exact(monkeypatch, waiting, work, shared):
     for n in work:
         open(os.path.join(root, "q", "work", n), "w").close()
     try:
-        exact = [ddmq.scan_queue(root, "q", NOW, check_types=t) for t in (False, True)]
+        exact = [ddmq.scan_queue(root, "q", NOW, check_types=t, stream=False) for t in (False, True)]
         with monkeypatch.context() as m:
             m.setattr(ddmq, "STREAM_BYTES", 0)
             m.setattr(fs_listing_mod, "STREAM_CHUNK", 3)
