@@ -192,7 +192,7 @@ def listing_dirs(root: str, name: str) -> list[str]:
 @gc_paused
 def scan_queue(
     root: str, name: str, now: float | None = None, *, collect: bool = False, check_types: bool = False,
-    beside: bool = False, stream: bool = True,
+    beside: bool | None = False, stream: bool = True,
 ) -> QueueScan:
     """Count one ddmq queue from two directory listings (queue dir and work/).
 
@@ -322,13 +322,13 @@ def _held_figures(hgroups: list[tuple[str, ...]], now: float) -> tuple[dict[tupl
 _WORK_NOTE = "not a work file name; ddmq's clean() will fail on it"
 
 
-def _stream(summarize: Callable[..., Any], path: str, typed: bool, beside: bool, *args: Any) -> Any:
+def _stream(summarize: Callable[..., Any], path: str, typed: bool, beside: bool | None, *args: Any) -> Any:
     """``summarize(chunks of path's listing, *args)``; parsed in a forked child while this
     process lists when ``beside``."""
-    if beside:
-        from ..fs.pipeline import parse_beside
+    from ..fs import pipeline
 
-        ran, summary = parse_beside(listing_chunks(path, typed), lambda chunks: summarize(chunks, *args))
+    if pipeline.wanted(beside):
+        ran, summary = pipeline.parse_beside(listing_chunks(path, typed), lambda chunks: summarize(chunks, *args))
         if ran:
             return summary
     return summarize(listing_chunks(path, typed), *args)
@@ -513,6 +513,6 @@ def _messages(
 
 
 def count_many(root: str, names: list[str], now: float, *, check_types: bool = False,
-               beside: bool = False) -> list[QueueScan]:
+               beside: bool | None = False) -> list[QueueScan]:
     """:func:`scan_queue` for every queue of ``names``."""
     return [scan_queue(root, n, now, check_types=check_types, beside=beside) for n in names]

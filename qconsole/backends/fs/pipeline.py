@@ -75,6 +75,15 @@ def _grow_pipe(fd: int) -> None:
         pass
 
 
+def wanted(beside: bool | None) -> bool:
+    """Whether to parse beside the listing: as asked, or (None) when a core is idle now."""
+    if beside is None:
+        from .parallel import spare_cpus
+
+        return hasattr(os, "fork") and spare_cpus() > 1
+    return beside
+
+
 def parse_beside(chunks: Iterable[Chunk], parse: Callable[[Iterator[Chunk]], Any]) -> tuple[bool, Any]:
     """``(True, parse(chunks))`` with ``parse`` run in a forked child, or ``(False, None)`` when
     the child could not run or failed (the caller then counts in-process). ``parse``'s result

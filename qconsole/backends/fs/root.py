@@ -140,13 +140,12 @@ class FileBackend(Backend):
                 raise UnknownQueueError(f"no queue {missing[0]!r} in {self.path}")
             names = wanted
         module, path = self.module, self.path
-        # beside: a big queue is parsed in a forked process while this one lists it (asked
-        # for with --jobs 2 and up; by default when a core is idle)
-        beside = jobs is not None and jobs > 1
-        if jobs is None and hasattr(os, "fork"):
-            from .parallel import spare_cpus
-
-            beside = spare_cpus() > 1
+        # beside: a big queue is parsed in a forked process while this one lists it: never
+        # with --jobs 1, always for one queue with --jobs 2 and up, else (None) when a core is
+        # idle at that moment (not while the other shares' processes keep them busy)
+        beside: bool | None = None if jobs != 1 else False
+        if jobs is not None and jobs > 1 and len(names) < 2:
+            beside = True
 
         def scan_share(share: list[str]) -> list[QueueScan]:
             return module.count_many(path, share, now, check_types=check_types, beside=beside)

@@ -143,7 +143,7 @@ def listing_dirs(root: str, name: str) -> list[str]:
 @gc_paused
 def scan_queue(
     root: str, name: str, now: float | None = None, *, collect: bool = False, check_types: bool = False,
-    beside: bool = False,
+    beside: bool | None = False,
 ) -> QueueScan:
     """Count one VSQS queue from a single directory listing (no file is opened or stat'ed).
 
@@ -275,7 +275,7 @@ def _ready_only(scan: QueueScan, ready: list[str], widths: set[int]) -> QueueSca
 
 @gc_paused
 def count_many(root: str, names: list[str], now: float, *, check_types: bool = False,
-               beside: bool = False) -> list[QueueScan]:
+               beside: bool | None = False) -> list[QueueScan]:
     """:func:`scan_queue` for every queue of ``names``, the usual small ones the short way.
 
     A root of thousands of small queues spends most of a per-queue scan on fixed Python
@@ -349,13 +349,14 @@ _KEEP_OLDEST = 16
 _STREAMED_FIELDS = ("counts", "next_deadline", "oldest_ready_created", "id_unit", "warnings", "errors")
 
 
-def _scan_streamed(qdir: str, scan: QueueScan, now: float, typed: bool, beside: bool = False) -> bool:
+def _scan_streamed(qdir: str, scan: QueueScan, now: float, typed: bool, beside: bool | None = False) -> bool:
     """Count a big queue chunk by chunk (:func:`_count_chunks`); False when the exact path must
-    do it. ``beside``: parse in a forked child while this process lists (single-threaded callers)."""
-    if beside:
-        from ..fs.pipeline import parse_beside
+    do it. ``beside``: parse in a forked child while this process lists (single-threaded callers
+    only; None: when a core is idle)."""
+    from ..fs import pipeline
 
-        ran, fields = parse_beside(listing_chunks(qdir, typed), lambda chunks: _count_chunks(chunks, now))
+    if pipeline.wanted(beside):
+        ran, fields = pipeline.parse_beside(listing_chunks(qdir, typed), lambda chunks: _count_chunks(chunks, now))
         if not ran:
             fields = _count_chunks(listing_chunks(qdir, typed), now)
     else:
