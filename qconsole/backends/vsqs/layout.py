@@ -273,16 +273,22 @@ def _ready_only(scan: QueueScan, ready: list[str], widths: set[int]) -> QueueSca
     return scan
 
 
+#: a queue directory up to this size (some 1,500 VSQS names on ext4) is tried the short way
+#: first: its fixed costs are what count there, and listing it again the exact way (when it
+#: holds anything unusual) costs little
+SMALL_BYTES = 65_536
+
+
 @gc_paused
 def count_many(root: str, names: list[str], now: float, *, check_types: bool = False,
                beside: bool | None = False) -> list[QueueScan]:
     """:func:`scan_queue` for every queue of ``names``, the usual small ones the short way.
 
     A root of thousands of small queues spends most of a per-queue scan on fixed Python
-    work, not on its few names. A queue whose listing holds only distinct ready and held ids
-    of one width is counted by :func:`_count_plain` (a handful of C-level passes); anything
-    else (a ``.new``, a temp file, a foreign name, a name listed twice, mixed units, a
-    sub-directory, a huge listing, an error) takes :func:`scan_queue`, so every queue gets
+    work, not on its few names. A small queue whose listing holds only distinct ready and
+    held ids of one width is counted by :func:`_count_plain` (a handful of C-level passes);
+    any other (a ``.new``, a temp file, a foreign name, a name listed twice, mixed units, a
+    sub-directory, a bigger listing, an error) takes :func:`scan_queue`, so every queue gets
     exactly what scan_queue gives (a property test compares them on random roots).
     """
     if check_types:
@@ -294,7 +300,7 @@ def count_many(root: str, names: list[str], now: float, *, check_types: bool = F
         scan = None
         try:
             st = stat(qdir)
-            if st.st_nlink == 2 and st.st_size < STREAM_BYTES:
+            if st.st_nlink == 2 and st.st_size <= SMALL_BYTES:
                 scan = _count_plain(name, listdir(qdir), now)
         except OSError:
             pass
