@@ -20,6 +20,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from qconsole.columns import MessageColumns
 from qconsole.model import Message
 from qconsole.output import humanize
 from qconsole.safetext import safe_name
@@ -184,7 +185,8 @@ class MessageList(ScrollView, can_focus=True):
                  id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self.clock = clock
-        self.messages: list[Message] = []
+        #: the rows, as columns (a Message is made only for a row drawn or acted on)
+        self.messages: MessageColumns = MessageColumns.empty("")
         self.marked: set[str] = set()
         self.ready_count = 0
         self.priorities = priorities
@@ -209,27 +211,34 @@ class MessageList(ScrollView, can_focus=True):
             self._columns = c
         return c
 
-    def set_messages(self, messages: list[Message]) -> None:
-        """Replace the list, keeping the cursor on the same message id.
+    def set_messages(self, messages: MessageColumns | list[Message]) -> None:
+        """Replace the rows, keeping the cursor on the same message id.
 
         When that message is gone the cursor stays at the same position (on the message that
-        took its place) and :attr:`lost` names the one that went.
+        took its place) and :attr:`lost` names the one that went. Nothing here walks every
+        row: the cursor's message is found near its old place or by bisection, marks are
+        checked one by one (or against one set when there are many).
         """
+        if not isinstance(messages, MessageColumns):
+            messages = MessageColumns.from_messages(messages[0].queue if messages else "", messages)
         current = self.current()
         position = self.cursor
         self.messages = messages
-        self.ready_count = sum(1 for m in messages if m.state == READY)
+        self.ready_count = messages.ready_n
         if self.marked:
-            live = {m.id for m in messages}
-            self.marked &= live
-        sample = messages[:2000] + messages[-2000:]
-        self._id_w = max((len(m.id) for m in sample), default=16)
+            if len(self.marked) > 64:
+                self.marked &= messages.id_set()
+            else:
+                self.marked = {i for i in self.marked if messages.index_of(i) is not None}
+        ids = messages.ids
+        sample = ids[:2000] + ids[-2000:]
+        self._id_w = max(map(len, sample), default=16)
         self._columns = None
         index = min(position, max(0, len(messages) - 1))
         self.lost = None
         if current is not None:
             # look near the old position first: a consumed head moves it up by a few rows
-            found = self._find(current.id, position)
+            found = messages.index_of(current.id, position)
             if found is None:
                 self.lost = current.id
             else:
@@ -238,29 +247,18 @@ class MessageList(ScrollView, can_focus=True):
         self.cursor = index
         self.refresh()
 
-    def _find(self, ident: str, near: int) -> int | None:
-        msgs = self.messages
-        lo = max(0, near - 64)
-        for i in range(lo, min(len(msgs), near + 64)):
-            if msgs[i].id == ident:
-                return i
-        for i, m in enumerate(msgs):
-            if m.id == ident:
-                return i
-        return None
-
     def index_of(self, ident: str) -> int | None:
-        return self._find(ident, self.cursor)
+        return self.messages.index_of(ident, self.cursor)
 
     def current(self) -> Message | None:
         if 0 <= self.cursor < len(self.messages):
-            return self.messages[self.cursor]
+            return self.messages.message(self.cursor)
         return None
 
     def selection(self) -> list[Message]:
         """The marked messages, or the one under the cursor when none is marked."""
         if self.marked:
-            return [m for m in self.messages if m.id in self.marked]
+            return self.messages.with_ids(self.marked)
         cur = self.current()
         return [cur] if cur else []
 
@@ -272,15 +270,16 @@ class MessageList(ScrollView, can_focus=True):
         self.action_cursor(1)
         self.refresh()
 
-    def mark_where(self, keep: Callable[[Message], bool]) -> int:
-        """Mark every message for which ``keep`` is true (adds to the marks); how many matched."""
-        ids = {m.id for m in self.messages if keep(m)}
-        self.marked |= ids
+    def mark_state(self, state: str, now: float) -> int:
+        """Mark every message shown in ``state`` now (adds to the marks); how many matched."""
+        ids = self.messages.ids
+        found = {ids[i] for i in self.messages.rows_shown_as(state, now)}
+        self.marked |= found
         self.refresh()
-        return len(ids)
+        return len(found)
 
     def invert_marks(self) -> None:
-        self.marked = {m.id for m in self.messages} - self.marked
+        self.marked = self.messages.id_set() - self.marked
         self.refresh()
 
     # -- movement -----------------------------------------------------------------------
@@ -332,7 +331,7 @@ class MessageList(ScrollView, can_focus=True):
         if index >= len(self.messages):
             return Strip.blank(width, base)
         cols = self.columns()
-        msg = self.messages[index]
+        msg = self.messages.message(index)
         now = self.clock()
         state = shown_state(msg, now)
         marked = msg.id in self.marked
@@ -385,7 +384,7 @@ class MessageList(ScrollView, can_focus=True):
         top = round(self.scroll_offset.y)
         height = self.scrollable_content_region.height
         wanted = []
-        for m in self.messages[top : top + height]:
+        for m in self.messages[top : min(len(self.messages), top + height)]:
             det = self.details.get(m.id)
             key = seen_as(m)
             if (det is None or det.seen != key) and self._asked.get(m.id) != key:

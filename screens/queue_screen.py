@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
 from qconsole.backends.base import REDELIVERY_COUNT, SETTINGS, TRASH, PRIORITIES, Backend
+from qconsole.columns import MessageColumns
 from qconsole.errors import QConsoleError
 from qconsole.model import Message, QueueScan
 from qconsole.output import humanize
@@ -39,6 +40,9 @@ SEP = " · "
 PREVIEW_CAP = 2048
 #: ids named in a delete dialog before "and N more"
 NAMED_IDS = 4
+#: the next rescan waits at least this many times the CPU the last listing took (a million-message
+#: queue costs about a second to list: it is listed again every ~10 s, not every 2 s)
+RESCAN_CPU_SHARE = 0.1
 #: changes are refused while these key actions are asked for in read-only mode
 MUTATING_ACTIONS = frozenset({"requeue", "requeue_expired", "delete", "move", "publish", "purge", "undo"})
 
@@ -86,12 +90,17 @@ class QueueScreen(Screen[None]):
     ]
 
     class Loaded(TMessage):
-        def __init__(self, scan: QueueScan | None, error: str | None, resume_gc: bool = False) -> None:
+        def __init__(self, listing: MessageColumns | None, error: str | None, resume_gc: bool = False,
+                     cpu_s: float = 0.0, unchanged: bool = False) -> None:
             super().__init__()
-            self.scan = scan
+            self.listing = listing
             self.error = error
             #: the worker paused the garbage collector: resume it once the list is painted
             self.resume_gc = resume_gc
+            #: CPU the listing took (the next rescan waits in proportion)
+            self.cpu_s = cpu_s
+            #: the store said nothing changed: the list stays as it is
+            self.unchanged = unchanged
 
     class DetailsRead(TMessage):
         def __init__(self, found: dict[str, Details]) -> None:
@@ -120,8 +129,10 @@ class QueueScreen(Screen[None]):
         self.counts = counts
         self.error: str | None = None
         self._timer = None
-        #: every message of the last scan (the list may show a filtered view of them)
-        self.all_messages: list[Message] = []
+        #: every message of the last listing, as columns (the list may show a filtered view of them)
+        self.all_messages: MessageColumns = MessageColumns.empty(queue)
+        #: the last complete listing (the next one starts from it)
+        self.listing: MessageColumns | None = None
         #: ("search", text) or ("dead", threshold) while a filtered view is shown
         self.view: tuple[str, str] | None = None
         self.view_matches: list[Message] = []
@@ -185,14 +196,21 @@ class QueueScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="queue-scan")
     def _load_worker(self) -> None:
-        # The collector's first passes over a fresh 100k-message list cost ~80 ms (gen0
-        # then gen1, holding the GIL): keep it paused until the list has been painted.
+        # The collector's first passes over a fresh listing cost ~80 ms (gen0 then gen1,
+        # holding the GIL): keep it paused until the list has been painted.
         # (The core's own pause leaves it off when it finds it off.)
         resume_gc = gc.isenabled()
         gc.disable()
+        cpu = time.thread_time()
+        previous = self.listing
+
+        def partial(cols: MessageColumns) -> None:  # the first rows while a long listing runs
+            self.post_message(self.Loaded(cols, None))
+
         try:
-            scan = self.qroot.scan_queue(self.queue, self.qapp.clock(), collect=True)
-            self.post_message(self.Loaded(scan, None, resume_gc))
+            cols = self.qroot.list_messages(self.queue, self.qapp.clock(), previous=previous, progress=partial)
+            self.post_message(self.Loaded(cols, None, resume_gc, time.thread_time() - cpu,
+                                          unchanged=cols is previous))
         except QConsoleError as err:
             self.post_message(self.Loaded(None, str(err), resume_gc))
         except OSError as err:
@@ -205,23 +223,35 @@ class QueueScreen(Screen[None]):
     def on_queue_screen_loaded(self, event: Loaded) -> None:
         self.error = event.error
         lst = self.query_one(MessageList)
-        if event.scan is not None:
-            self.scan = event.scan
-            self.all_messages = event.scan.messages or []
+        cols = event.listing
+        if cols is not None and not event.unchanged:
+            if not cols.partial:
+                self.listing = cols
+            elif self.listing is not None:
+                return  # a partial listing never replaces a complete one
+            self.scan = cols.scan
+            self.all_messages = cols
             if self.view is None:
-                lst.set_messages(self.all_messages)
+                lst.set_messages(cols)
             else:  # a filtered view keeps its matches that still exist
-                live = {m.id: m for m in self.all_messages}
-                self.view_matches = [live[m.id] for m in self.view_matches if m.id in live]
-                lst.set_messages(self.view_matches)
+                kept = []
+                for m in self.view_matches:
+                    i = cols.index_of(m.id)
+                    if i is not None:
+                        kept.append(cols.message(i))
+                self.view_matches = kept
+                lst.set_messages(list(kept))
             self.update_header()
         self.update_title()
         self.update_status()
+        if cols is not None and cols.partial:
+            return  # the complete listing follows
         if event.resume_gc:
             # after the repaint this update causes (a refresh callback can run before it)
             self.set_timer(0.25, gc.enable)
         if self.qapp.interval > 0:
-            self._timer = self.set_timer(max(self.qapp.interval, 2.0), self._auto_rescan)
+            delay = max(self.qapp.interval, 2.0, event.cpu_s / RESCAN_CPU_SHARE)
+            self._timer = self.set_timer(delay, self._auto_rescan)
 
     def _auto_rescan(self) -> None:
         self._timer = None
@@ -279,6 +309,8 @@ class QueueScreen(Screen[None]):
             notes.append(safe_name(self.error), "red")
         elif self.scan is not None:
             total = len(lst.messages)
+            if self.listing is None:
+                t.append("listing… ", "dim")
             t.append(f"{lst.cursor + 1 if total else 0}/{total}", "bold")
             if lst.marked:
                 t.append(SEP)
@@ -292,7 +324,7 @@ class QueueScreen(Screen[None]):
                 t.append(f" {len(self.view_matches)} found" + ("" if done else f", {read}/{of} read"),
                          "cyan")
             now = self.qapp.clock()
-            expired_now = sum(1 for m in lst.messages[:50_000] if m.state == INFLIGHT and shown_state(m, now) == EXPIRED)
+            expired_now = lst.messages.expired_since(now)
             if expired_now:
                 t.append(SEP)
                 t.append(f"{expired_now} expired since scan", "red")
@@ -363,7 +395,7 @@ class QueueScreen(Screen[None]):
         self.view_progress = (0, len(self.all_messages), False)
         self.query_one(MessageList).set_messages([])
         self.update_status()
-        self._filter_worker(self._view_token, list(self.all_messages), keep, cap, self._view_cancel)
+        self._filter_worker(self._view_token, self.all_messages, keep, cap, self._view_cancel)
 
     def close_view(self) -> None:
         self._view_cancel.set()
@@ -373,7 +405,7 @@ class QueueScreen(Screen[None]):
         self.update_status()
 
     @work(thread=True, exit_on_error=False, group="filter")
-    def _filter_worker(self, token: int, msgs: list[Message],
+    def _filter_worker(self, token: int, msgs: MessageColumns,
                        keep: Callable[[Message, Callable[[], Payload | None]], bool], cap: int,
                        cancel: threading.Event) -> None:
         """Read payloads one by one (never on the event loop); post matches as they come."""
@@ -431,14 +463,14 @@ class QueueScreen(Screen[None]):
 
     def action_mark_all(self) -> None:
         lst = self.query_one(MessageList)
-        lst.marked = set() if lst.marked else {m.id for m in lst.messages}
+        lst.marked = set() if lst.marked else lst.messages.id_set()
         lst.refresh()
         self.update_status()
 
     def action_mark_state(self, state: str) -> None:
         lst = self.query_one(MessageList)
         now = self.qapp.clock()
-        n = lst.mark_where(lambda m: shown_state(m, now) == state)
+        n = lst.mark_state(state, now)
         self.qapp.say(f"marked {n} {state} message(s)")
         self.update_status()
 
@@ -452,7 +484,7 @@ class QueueScreen(Screen[None]):
         if cur is not None:
             from .peek_screen import PeekScreen
 
-            self.app.push_screen(PeekScreen(self.qroot, list(lst.messages), lst.cursor))
+            self.app.push_screen(PeekScreen(self.qroot, lst.messages, lst.cursor))
 
     def _selection(self) -> list[Message]:
         return self.query_one(MessageList).selection()
@@ -463,9 +495,11 @@ class QueueScreen(Screen[None]):
         lst.marked.clear()
         done = set(getattr(result, "done", ()) or ())
         if done:
-            self.all_messages = [m for m in self.all_messages if m.id not in done]
+            self.all_messages = self.all_messages.without(done)
+            if self.listing is not None:
+                self.listing = self.all_messages  # what the next listing starts from
             self.view_matches = [m for m in self.view_matches if m.id not in done]
-            lst.set_messages([m for m in lst.messages if m.id not in done])
+            lst.set_messages(lst.messages.without(done))
             lst.lost = None  # we removed it ourselves: nothing to report
         self.update_status()
         self.rescan()
