@@ -283,14 +283,21 @@ class MessageList(ScrollView, can_focus=True):
         self.refresh()
 
     # -- movement -----------------------------------------------------------------------
-    def watch_cursor(self, value: int) -> None:
+    def watch_cursor(self, old: int, value: int) -> None:
         height = max(1, self.scrollable_content_region.height)
         top = round(self.scroll_offset.y)
         if value < top:
             self.scroll_to(y=value, animate=False, immediate=True)
+            self.refresh()
         elif value >= top + height:
             self.scroll_to(y=value - height + 1, animate=False, immediate=True)
-        self.refresh()
+            self.refresh()
+        elif old != value:
+            # only the two rows whose cursor style changed are drawn again
+            self.refresh_lines(old)
+            self.refresh_lines(value)
+        else:
+            self.refresh()
         self.post_message(self.CursorMoved())
 
     def action_cursor(self, step: int) -> None:

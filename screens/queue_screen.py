@@ -40,9 +40,11 @@ SEP = " · "
 PREVIEW_CAP = 2048
 #: ids named in a delete dialog before "and N more"
 NAMED_IDS = 4
-#: the next rescan waits at least this many times the CPU the last listing took (a million-message
-#: queue costs about a second to list: it is listed again every ~10 s, not every 2 s)
-RESCAN_CPU_SHARE = 0.1
+#: the next rescan waits until the last listing's CPU is at most this share of the time between
+#: two (a million-message queue costs about a second to list: it is listed every ~10 s, not every
+#: 2 s), but never longer than RESCAN_MAX_S
+RESCAN_CPU_SHARE = 0.08
+RESCAN_MAX_S = 12.0
 #: changes are refused while these key actions are asked for in read-only mode
 MUTATING_ACTIONS = frozenset({"requeue", "requeue_expired", "delete", "move", "publish", "purge", "undo"})
 
@@ -133,6 +135,9 @@ class QueueScreen(Screen[None]):
         self.all_messages: MessageColumns = MessageColumns.empty(queue)
         #: the last complete listing (the next one starts from it)
         self.listing: MessageColumns | None = None
+        #: complete listings taken (an unchanged queue is not listed again)
+        self.listings = 0
+        self._status_shown: tuple[object, ...] | None = None
         #: ("search", text) or ("dead", threshold) while a filtered view is shown
         self.view: tuple[str, str] | None = None
         self.view_matches: list[Message] = []
@@ -227,6 +232,7 @@ class QueueScreen(Screen[None]):
         if cols is not None and not event.unchanged:
             if not cols.partial:
                 self.listing = cols
+                self.listings += 1
             elif self.listing is not None:
                 return  # a partial listing never replaces a complete one
             self.scan = cols.scan
@@ -250,7 +256,7 @@ class QueueScreen(Screen[None]):
             # after the repaint this update causes (a refresh callback can run before it)
             self.set_timer(0.25, gc.enable)
         if self.qapp.interval > 0:
-            delay = max(self.qapp.interval, 2.0, event.cpu_s / RESCAN_CPU_SHARE)
+            delay = max(self.qapp.interval, 2.0, min(RESCAN_MAX_S, event.cpu_s / RESCAN_CPU_SHARE))
             self._timer = self.set_timer(delay, self._auto_rescan)
 
     def _auto_rescan(self) -> None:
@@ -346,6 +352,11 @@ class QueueScreen(Screen[None]):
                 notes.append(safe_name(e), "red")
         if self.scan is None and not self.error:
             t.append("listing messages…", "dim")
+        # a Static update lays the screen out again: only when the text did change
+        shown = (t.plain, tuple(t.spans), notes.plain, tuple(notes.spans))
+        if shown == self._status_shown:
+            return
+        self._status_shown = shown
         self.query_one("#qstatus", Static).update(t)
         box = self.query_one("#qnotes", Static)
         box.update(notes)

@@ -219,6 +219,11 @@ class Backend:
         unchanged, or None when the store cannot tell (then every refresh lists it)."""
         return None
 
+    def unchanged_since(self, then: Any, now: Any, age_s: float) -> bool:
+        """Whether a queue whose stamp was ``then`` ``age_s`` seconds ago and is ``now`` now
+        can be taken as unchanged (so its last listing or counts still hold)."""
+        return False
+
     def read_payload(self, msg: Message, cap: int | None) -> Payload:
         raise NotImplementedError
 

@@ -53,10 +53,9 @@ STAMP_SETTLE_S = 2.0
 FULL_RELIST_S = 30.0
 
 
-def unchanged(previous: Any, stamp: Any) -> bool:
-    """Whether ``previous`` columns still describe a queue whose stamp is now ``stamp``."""
-    return (stamp is not None and previous.stamp == stamp and stamp[1] and not previous.partial
-            and time.monotonic() - previous.listed_at < FULL_RELIST_S)
+def same_stamp(then: Any, now: Any, age_s: float) -> bool:
+    """Equal stamps that had settled, taken less than FULL_RELIST_S apart."""
+    return then is not None and then == now and now[1] and age_s < FULL_RELIST_S
 
 
 class FileBackend(Backend):
@@ -150,6 +149,9 @@ class FileBackend(Backend):
             settled = settled and max(st.st_mtime_ns, st.st_ctime_ns) / 1e9 < wall - STAMP_SETTLE_S
         return (tuple(dirs), settled)
 
+    def unchanged_since(self, then: Any, now: Any, age_s: float) -> bool:
+        return same_stamp(then, now, age_s)
+
     def list_messages(self, name: str, now: float | None = None, *, previous: Any = None,
                       progress: Any = None) -> Any:
         """Columns of one queue; ``previous`` comes back as it is when the directories'
@@ -157,7 +159,8 @@ class FileBackend(Backend):
         directory attributes, so a stamp alone is never trusted for long)."""
         self.require_queue(name)
         stamp = self.queue_stamp(name)
-        if previous is not None and unchanged(previous, stamp):
+        if previous is not None and not previous.partial and \
+                same_stamp(previous.stamp, stamp, time.monotonic() - previous.listed_at):
             return previous
         started = time.monotonic()
         lister = self.columns_lister()

@@ -14,7 +14,7 @@ import os
 import stat
 import time
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from itertools import accumulate, compress, filterfalse, repeat
 from operator import and_, eq
 
@@ -31,8 +31,12 @@ if TYPE_CHECKING:
 
 #: names read per chunk of the listing (each chunk's work is a few ms of C)
 CHUNK = 65_536
+#: the first chunk is smaller: its rows are shown at once
+FIRST_CHUNK = 16_384
 #: a partial listing is shown after the first chunk, then at most this often (s)
 PARTIAL_EVERY_S = 1.0
+#: after handing over partial rows the listing waits this long (s), so the screen can paint them
+PARTIAL_PAUSE_S = 0.05
 
 _NAN = float("nan")
 
@@ -113,16 +117,32 @@ class _Acc:
         return ready
 
 
+def _merge2(a: list[str], b: list[str], step: int = CHUNK) -> list[str]:
+    """Two sorted lists into one, a piece at a time: each piece (up to ``2 * step`` names, all
+    below what is left of either list, found by bisection) is sorted on its own, so no single
+    C call holds the interpreter for the whole merge."""
+    out: list[str] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        ni = min(len(a), i + step)
+        nj = bisect_right(b, a[ni - 1], j)
+        if nj - j > step:  # many of b's come first: take a step of b instead
+            nj = j + step
+            ni = bisect_right(a, b[nj - 1], i)
+        piece = a[i:ni] + b[j:nj]
+        piece.sort()  # two sorted runs: one linear merge
+        out += piece
+        i, j = ni, nj
+        _yield()
+    out += a[i:]
+    out += b[j:]
+    return out
+
+
 def _merge(runs: list[list[str]]) -> list[str]:
-    """Sorted runs into one sorted list, two at a time (each merge one linear timsort pass)."""
+    """Sorted runs into one sorted list, two at a time."""
     while len(runs) > 1:
-        merged = []
-        for i in range(0, len(runs) - 1, 2):
-            a = runs[i]
-            a += runs[i + 1]
-            a.sort()
-            merged.append(a)
-            _yield()
+        merged = [_merge2(runs[i], runs[i + 1]) for i in range(0, len(runs) - 1, 2)]
         if len(runs) % 2:
             merged.append(runs[-1])
         runs = merged
@@ -131,7 +151,14 @@ def _merge(runs: list[list[str]]) -> list[str]:
 
 def _dedupe_sorted(ready: list[str]) -> list[str]:
     """A name listed twice (renamed back and forth during the listing) counts once."""
-    if len(ready) > 1 and any(map(eq, ready, ready[1:])):
+    step = CHUNK
+    twice = False
+    for i in range(0, len(ready) - 1, step):
+        if any(map(eq, ready[i : i + step], ready[i + 1 : i + step + 1])):
+            twice = True
+            break
+        _yield()
+    if twice:
         out = [ready[0]]
         out.extend(b for a, b in zip(ready, ready[1:]) if a != b)
         return out
@@ -213,6 +240,9 @@ def _order(ready: list[str], widths: set[int]) -> list[str]:
 
 
 def _chunks(items: list[str], size: int = CHUNK):  # noqa: ANN202
+    if len(items) <= size:
+        yield items
+        return
     for i in range(0, len(items), size):
         yield items[i : i + size]
         _yield()
@@ -240,40 +270,45 @@ def _head_and_tail(qdir: str, raw: list[str], base: list[str], held_before: set[
     then the caller diffs by sets."""
     if not base:
         return None
-    digits = list(filter(str.isdigit, raw))
-    _yield()
-    if not digits or not "".join(digits).isascii() or len(digits) * 2 < len(raw):
-        return None
     sums = previous_sums(base)
     if sums is None:
         return None
     hi = base[-1]
     width = len(hi)
-    tail = list(filter(hi.__lt__, digits))
-    lo = min(digits)
-    if set(map(len, digits)) != {width}:
-        return None  # mixed widths: text order is not numeric order
+    lo = hi
+    listed = n_digits = 0
+    widths: set[int] = set()
+    tail: list[str] = []
+    rest: list[str] = []
+    for part in _chunks(raw):  # each step a few ms of C, so the screen gets its turns
+        digits = list(filter(str.isdigit, part))
+        if len(digits) != len(part):
+            rest.extend(filterfalse(str.isdigit, part))
+        if not digits:
+            continue
+        if not "".join(digits).isascii():
+            return None
+        n_digits += len(digits)
+        widths.update(map(len, digits))
+        lo = min(lo, min(digits))
+        tail.extend(filter(hi.__lt__, digits))
+        listed += sum(map(and_, map(hash, digits), repeat(HASH_MASK)))
+    if widths != {width}:
+        return None  # mixed widths: text order is not numeric order (or nothing ready)
     k = bisect_left(base, lo)
-    if len(digits) != len(base) - k + len(tail):
+    if n_digits != len(base) - k + len(tail):
         return None
-    _yield()
-    listed = sum(map(and_, map(hash, digits), repeat(HASH_MASK)))
-    _yield()
-    tail_sums = _running(tail, sums[-1])
-    if listed != tail_sums[-1] - sums[k]:
+    if listed != _running(tail, sums[-1])[-1] - sums[k]:
         return None
-    del digits
     kept = base[k:]
     kept_sums = sums[k:]
     acc.listed = len(raw)
-    rest = list(filterfalse(str.isdigit, raw))
-    new = [n for n in rest if n not in held_before] + tail
+    irregular = _lstat_irregular(qdir, [n for n in rest if n not in held_before] + tail)
     acc.widths.add(width)
-    acc.take(rest, _lstat_irregular(qdir, new))
+    acc.take(rest, irregular)
     if tail:
-        irregular = _lstat_irregular(qdir, tail)
         if irregular:
-            for n in sorted(irregular):
+            for n in sorted(irregular.intersection(tail)):
                 acc.foreign += 1
                 acc.errors.add(f"{n}: named like a message but not a regular file")
             tail = [n for n in tail if n not in irregular]
@@ -288,8 +323,11 @@ HASH_MASK = (1 << 40) - 1
 
 
 def _running(ids: list[str], start: int = 0) -> array:
-    """``start`` and then the running sums of the ids' masked hashes."""
-    return array("q", accumulate(map(and_, map(hash, ids), repeat(HASH_MASK)), initial=start))
+    """``start`` and then the running sums of the ids' masked hashes (in chunks)."""
+    out = array("q", [start])
+    for part in _chunks(ids):
+        out.extend(array("q", accumulate(map(and_, map(hash, part), repeat(HASH_MASK)), initial=out[-1]))[1:])
+    return out
 
 
 def _by_difference(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
@@ -347,7 +385,7 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
         if base is None:
             runs: list[list[str]] = []
             shown_at = None
-            for names, irregular in listing_chunks(qdir, True, CHUNK):
+            for names, irregular in listing_chunks(qdir, True, CHUNK, FIRST_CHUNK):
                 ready = acc.take(names, irregular)
                 del names
                 ready.sort()
@@ -358,6 +396,7 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
                     merged = _merge(runs)
                     runs = [merged]
                     progress(_build(name, now, list(merged), acc, partial=True, stamp=None, listed_at=started))
+                    time.sleep(PARTIAL_PAUSE_S)  # the screen paints the first rows meanwhile
             ready = _dedupe_sorted(_order(_merge(runs), acc.widths))
         else:
             def previous_sums(ids: list[str]) -> array | None:
@@ -378,4 +417,6 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
     cols = _build(name, now, ready, acc, partial=False, stamp=stamp, listed_at=started)
     if sums is not None and cols.ready_n == len(sums) - 1:
         cols.ready_sums = sums
+    elif cols.ready_sorted and cols.ready_n <= 8_000_000:
+        cols.ready_sums = _running(cols.ids[: cols.ready_n])  # what the next relisting checks against
     return cols
