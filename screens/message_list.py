@@ -200,6 +200,8 @@ class MessageList(ScrollView, can_focus=True):
         #: the id the cursor was on when it vanished in the last update (the screen says so)
         self.lost: str | None = None
         self._columns: Columns | None = None
+        #: the rows drawn lately, by what they show (see render_line)
+        self._lines: dict[tuple[object, ...], Strip] = {}
 
     # -- data -----------------------------------------------------------------------------
     def columns(self) -> Columns:
@@ -346,6 +348,27 @@ class MessageList(ScrollView, can_focus=True):
         pos = position_text(index + 1) if msg.state == READY else "-"
         age = humanize.duration(now - msg.created_at) if msg.created_at is not None else "-"
         left, level = countdown(msg, now)
+        det = self.details.get(msg.id) if cols.wants_details else None
+        if det is not None and det.seen != seen_as(msg):
+            det = None  # delivered (or requeued) since it was read: the count may have moved
+        if det is None and cols.wants_details and not self._ask_pending:
+            self._ask_pending = True  # one request per refresh, for every row on screen
+            self.call_after_refresh(self._ask_details)
+        # a row drawn the same as last time (most rows, most ticks) is not built again
+        cursor = self.get_component_rich_style("messagelist--cursor") if index == self.cursor else None
+        key = (msg.id, index, cursor, marked, state, pos, age, left, level, width, id(cols),
+               base, None if det is None else (det.preview, det.size, det.redeliveries))
+        strip = self._lines.get(key)
+        if strip is not None:
+            return strip
+        if len(self._lines) > 4 * max(1, self.size.height) + 64:
+            self._lines.clear()
+        strip = self._lines[key] = self._build_line(msg, index, cols, state, marked, mark, pos, age, left, level,
+                                                    det, width, base)
+        return strip
+
+    def _build_line(self, msg: Message, index: int, cols: Columns, state: str, marked: bool, mark: str, pos: str,
+                    age: str, left: str, level: str, det: Details | None, width: int, base: Style) -> Strip:
         ident = safe_name(msg.id)
         if len(ident) > cols.id_w:
             ident = ident[: cols.id_w - 1] + "…"
@@ -366,12 +389,6 @@ class MessageList(ScrollView, can_focus=True):
         segments.append(Segment(f" {age:>{AGE_W}} ", row_style))
         segments.append(Segment(f"{left:>{EXP_W}}", row_style + COUNTDOWN_STYLE[level] if left else row_style))
         if cols.wants_details:
-            det = self.details.get(msg.id)
-            if det is not None and det.seen != seen_as(msg):
-                det = None  # delivered (or requeued) since it was read: the count may have moved
-            if det is None and not self._ask_pending:
-                self._ask_pending = True  # one request per refresh, for every row on screen
-                self.call_after_refresh(self._ask_details)
             if cols.rd:
                 rd = "" if det is None or det.redeliveries is None else str(det.redeliveries)
                 rd_style = row_style + Style(color="red", bold=True) if rd not in ("", "0") else row_style

@@ -40,10 +40,10 @@ SEP = " · "
 PREVIEW_CAP = 2048
 #: ids named in a delete dialog before "and N more"
 NAMED_IDS = 4
-#: the next rescan waits until the last listing's CPU is at most this share of the time between
-#: two (a million-message queue costs about a second to list: it is listed every ~10 s, not every
-#: 2 s), but never longer than RESCAN_MAX_S
-RESCAN_CPU_SHARE = 0.08
+#: automatic rescans are spaced so that the console's whole CPU over the last cycle (listing,
+#: drawing what changed, countdowns) stays near this share of one core: a 100 000-message queue
+#: with live clients is listed every few seconds, a million-message one every RESCAN_MAX_S
+RESCAN_CPU_SHARE = 0.045
 RESCAN_MAX_S = 12.0
 #: changes are refused while these key actions are asked for in read-only mode
 MUTATING_ACTIONS = frozenset({"requeue", "requeue_expired", "delete", "move", "publish", "purge", "undo"})
@@ -138,6 +138,11 @@ class QueueScreen(Screen[None]):
         #: complete listings taken (an unchanged queue is not listed again)
         self.listings = 0
         self._status_shown: tuple[object, ...] | None = None
+        self._title_shown: tuple[object, ...] | None = None
+        self._header_shown: str | None = None
+        #: process CPU time at the start of the last rescan, and what the cycle before it cost
+        self._cycle_start: float | None = None
+        self._cycle_cpu: float | None = None
         #: ("search", text) or ("dead", threshold) while a filtered view is shown
         self.view: tuple[str, str] | None = None
         self.view_matches: list[Message] = []
@@ -190,13 +195,21 @@ class QueueScreen(Screen[None]):
         self.update_status()
 
     def update_header(self) -> None:
-        self.query_one("#qheader", Static).update(Text(self.query_one(MessageList).columns().header(), style="bold"))
+        header = self.query_one(MessageList).columns().header()
+        if header != self._header_shown:  # a Static update lays the screen out again
+            self._header_shown = header
+            self.query_one("#qheader", Static).update(Text(header, style="bold"))
 
     # -- loading ------------------------------------------------------------------------
     def rescan(self) -> None:
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
+        # the process's CPU over the last cycle (one listing to the next) spaces the next one
+        cpu = time.process_time()
+        if self._cycle_start is not None:
+            self._cycle_cpu = cpu - self._cycle_start
+        self._cycle_start = cpu
         self._load_worker()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="queue-scan")
@@ -256,12 +269,14 @@ class QueueScreen(Screen[None]):
             # after the repaint this update causes (a refresh callback can run before it)
             self.set_timer(0.25, gc.enable)
         if self.qapp.interval > 0:
-            delay = max(self.qapp.interval, 2.0, min(RESCAN_MAX_S, event.cpu_s / RESCAN_CPU_SHARE))
+            spent = event.cpu_s if self._cycle_cpu is None else max(event.cpu_s, self._cycle_cpu)
+            delay = max(self.qapp.interval, 2.0, min(RESCAN_MAX_S, spent / RESCAN_CPU_SHARE))
             self._timer = self.set_timer(delay, self._auto_rescan)
 
     def _auto_rescan(self) -> None:
         self._timer = None
-        if self.is_current:
+        # on top, not merely visible behind another screen (Screen.is_current counts that too)
+        if self.app.screen is self:
             self.rescan()
         else:
             self._timer = self.set_timer(self.qapp.interval, self._auto_rescan)
@@ -304,7 +319,10 @@ class QueueScreen(Screen[None]):
         if self.qapp.read_only:
             t.append(SEP)
             t.append("READ-ONLY", "bold red")
-        self.query_one("#qtitle", Static).update(t)
+        shown = (t.plain, tuple(t.spans))
+        if shown != self._title_shown:  # a Static update lays the screen out again
+            self._title_shown = shown
+            self.query_one("#qtitle", Static).update(t)
 
     def update_status(self) -> None:
         """One line of short fields; warnings and errors get their own (wrapping) line."""

@@ -254,7 +254,8 @@ class RootScreen(Screen[None]):
 
     def _tick(self) -> None:
         self._timer = None
-        if self.is_current:
+        # on top, not merely visible behind another screen (Screen.is_current counts that too)
+        if self.app.screen is self:
             self.rescan()
         # not visible: on_screen_resume rescans when the operator comes back
 

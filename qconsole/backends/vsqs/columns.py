@@ -41,9 +41,14 @@ PARTIAL_PAUSE_S = 0.05
 _NAN = float("nan")
 
 
+#: the listing sleeps this long (s) between two bulk steps: a real sleep, so the thread that
+#: draws the screen takes the GIL (``sleep(0)`` may take it straight back)
+YIELD_S = 0.001
+
+
 def _yield() -> None:
-    """Let the drawing thread run between two bulk steps (a sleep releases the GIL)."""
-    time.sleep(0)
+    """Let the drawing thread run between two bulk steps."""
+    time.sleep(YIELD_S)
 
 
 def make_message(cols: MessageColumns, i: int) -> Message:
