@@ -213,17 +213,18 @@ class MessageList(ScrollView, can_focus=True):
             self._columns = c
         return c
 
-    def set_messages(self, messages: MessageColumns | list[Message]) -> None:
+    def set_messages(self, messages: MessageColumns | list[Message], *, follow: bool = True) -> None:
         """Replace the rows, keeping the cursor on the same message id.
 
         When that message is gone the cursor stays at the same position (on the message that
-        took its place) and :attr:`lost` names the one that went. Nothing here walks every
+        took its place) and :attr:`lost` names the one that went; with ``follow`` false it stays
+        at its position whatever is there (more of a listing under way). Nothing here walks every
         row: the cursor's message is found near its old place or by bisection, marks are
         checked one by one (or against one set when there are many).
         """
         if not isinstance(messages, MessageColumns):
             messages = MessageColumns.from_messages(messages[0].queue if messages else "", messages)
-        current = self.current()
+        current = self.current() if follow else None
         position = self.cursor
         self.messages = messages
         self.ready_count = messages.ready_n

@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
 from qconsole.backends.base import REDELIVERY_COUNT, SETTINGS, TRASH, PRIORITIES, Backend
-from qconsole.columns import MessageColumns
+from qconsole.columns import MessageColumns, release_memory
 from qconsole.errors import QConsoleError
 from qconsole.model import Message, QueueScan
 from qconsole.output import humanize
@@ -45,6 +45,8 @@ NAMED_IDS = 4
 #: with live clients is listed every few seconds, a million-message one every RESCAN_MAX_S
 RESCAN_CPU_SHARE = 0.045
 RESCAN_MAX_S = 12.0
+#: after a listing longer than this the freed memory is handed back to the system
+TRIM_AFTER = 100_000
 #: changes are refused while these key actions are asked for in read-only mode
 MUTATING_ACTIONS = frozenset({"requeue", "requeue_expired", "delete", "move", "publish", "purge", "undo"})
 
@@ -243,6 +245,9 @@ class QueueScreen(Screen[None]):
         lst = self.query_one(MessageList)
         cols = event.listing
         if cols is not None and not event.unchanged:
+            # rows that arrive while the first listing runs go around the cursor's row: the
+            # cursor stays on the first row unless the operator moved it
+            follow = not (self.all_messages.partial and lst.cursor == 0)
             if not cols.partial:
                 self.listing = cols
                 self.listings += 1
@@ -251,7 +256,7 @@ class QueueScreen(Screen[None]):
             self.scan = cols.scan
             self.all_messages = cols
             if self.view is None:
-                lst.set_messages(cols)
+                lst.set_messages(cols, follow=follow)
             else:  # a filtered view keeps its matches that still exist
                 kept = []
                 for m in self.view_matches:
@@ -265,6 +270,8 @@ class QueueScreen(Screen[None]):
         self.update_status()
         if cols is not None and cols.partial:
             return  # the complete listing follows
+        if cols is not None and not event.unchanged and len(cols) > TRIM_AFTER:
+            release_memory()  # the listing before this one is garbage now
         if event.resume_gc:
             # after the repaint this update causes (a refresh callback can run before it)
             self.set_timer(0.25, gc.enable)

@@ -36,7 +36,9 @@ FIRST_CHUNK = 16_384
 #: a partial listing is shown after the first chunk, then at most this often (s)
 PARTIAL_EVERY_S = 1.0
 #: after handing over partial rows the listing waits this long (s), so the screen can paint them
+#: (longer after the first ones: the screen is being mounted meanwhile)
 PARTIAL_PAUSE_S = 0.05
+FIRST_PAUSE_S = 0.25
 
 _NAN = float("nan")
 
@@ -265,7 +267,7 @@ def _lstat_irregular(qdir: str, names: list[str]) -> set[str]:
     return out
 
 
-def _head_and_tail(qdir: str, raw: list[str], base: list[str], held_before: set[str], acc: _Acc,
+def _head_and_tail(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
                    previous_sums: Callable[[list[str]], array | None]) -> tuple[list[str], array] | None:
     """The usual change of a live queue without a set of a million names: consumers took
     ready ids from the head, producers added ids after the last one. Holds when the ready ids
@@ -281,11 +283,14 @@ def _head_and_tail(qdir: str, raw: list[str], base: list[str], held_before: set[
     hi = base[-1]
     width = len(hi)
     lo = hi
-    listed = n_digits = 0
+    listed = n_digits = n_names = 0
     widths: set[int] = set()
     tail: list[str] = []
     rest: list[str] = []
-    for part in _chunks(raw):  # each step a few ms of C, so the screen gets its turns
+    # the listing read a chunk at a time and dropped as it goes: only what is new stays
+    for part, _irregular in listing_chunks(qdir, False, CHUNK):
+        n_names += len(part)
+        _yield()  # each step a few ms of C, so the screen gets its turns
         digits = list(filter(str.isdigit, part))
         if len(digits) != len(part):
             rest.extend(filterfalse(str.isdigit, part))
@@ -307,7 +312,7 @@ def _head_and_tail(qdir: str, raw: list[str], base: list[str], held_before: set[
         return None
     kept = base[k:]
     kept_sums = sums[k:]
-    acc.listed = len(raw)
+    acc.listed = n_names
     irregular = _lstat_irregular(qdir, [n for n in rest if n not in held_before] + tail)
     acc.widths.add(width)
     acc.take(rest, irregular)
@@ -342,10 +347,10 @@ def _by_difference(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
     that were not ready before are sorted out and merged in. One plain listing (no entry
     types: an entry that is not a regular file can only be new, and new names are checked
     with lstat), every bulk step in chunks."""
-    raw = os.listdir(qdir)  # the GIL is released for each entry read
-    quick = _head_and_tail(qdir, raw, base, held_before, acc, previous_sums)
+    quick = _head_and_tail(qdir, base, held_before, acc, previous_sums)
     if quick is not None:
         return quick
+    raw = os.listdir(qdir)  # the GIL is released for each entry read
     fresh: set[str] = set()
     for part in _chunks(raw):
         fresh.update(part)
@@ -401,7 +406,7 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
                     merged = _merge(runs)
                     runs = [merged]
                     progress(_build(name, now, list(merged), acc, partial=True, stamp=None, listed_at=started))
-                    time.sleep(PARTIAL_PAUSE_S)  # the screen paints the first rows meanwhile
+                    time.sleep(PARTIAL_PAUSE_S if len(runs[0]) > FIRST_CHUNK else FIRST_PAUSE_S)  # the screen paints
             ready = _dedupe_sorted(_order(_merge(runs), acc.widths))
         else:
             def previous_sums(ids: list[str]) -> array | None:
