@@ -67,7 +67,7 @@ class MessageColumns(Sequence[Message]):
     """
 
     __slots__ = ("queue", "ids", "relpaths", "states", "deadlines", "scan", "objects", "make",
-                 "ready_n", "ready_sorted", "stamp", "listed_at", "partial", "ready_sums", "_cache", "_held_start")
+                 "ready_n", "ready_sorted", "stamp", "listed_at", "partial", "ready_sums", "_cache", "_held_deadlines")
 
     def __init__(self, queue: str, ids: list[str], relpaths: list[str], states: bytearray, deadlines: array,
                  scan: QueueScan, *, make: Callable[[MessageColumns, int], Message] | None = None,
@@ -92,7 +92,7 @@ class MessageColumns(Sequence[Message]):
         self.ready_sums: array | None = None
         #: Message objects of the rows made lately (the rows on screen), by index
         self._cache: dict[int, Message] = {}
-        self._held_start: list[float] | None = None  # in-flight deadlines, sorted
+        self._held_deadlines: list[float] | None = None  # in-flight deadlines, sorted
 
     # ------------------------------------------------------------------ building
 
@@ -157,13 +157,6 @@ class MessageColumns(Sequence[Message]):
 
     # ------------------------------------------------------------------ columns
 
-    def state(self, i: int) -> str:
-        return STATES[self.states[i]]
-
-    def deadline(self, i: int) -> float | None:
-        d = self.deadlines[i]
-        return None if d != d else d
-
     def held_range(self) -> tuple[int, int]:
         """(start, stop) of the in-flight rows (one run: they follow the ready ones)."""
         code = STATE_CODE[INFLIGHT]
@@ -175,10 +168,10 @@ class MessageColumns(Sequence[Message]):
     def expired_since(self, now: float) -> int:
         """In-flight rows (at listing time) whose deadline has passed by ``now``: a bisection
         over their sorted deadlines (sorted once per listing), not a pass over the queue."""
-        dls = self._held_start
+        dls = self._held_deadlines
         if dls is None:
             start, stop = self.held_range()
-            dls = self._held_start = sorted(self.deadlines[start:stop])  # type: ignore[assignment]
+            dls = self._held_deadlines = sorted(self.deadlines[start:stop])  # type: ignore[assignment]
         return bisect_right(dls, now)  # type: ignore[arg-type]
 
     def rows_shown_as(self, state: str, now: float) -> list[int]:
@@ -197,9 +190,6 @@ class MessageColumns(Sequence[Message]):
             elif c == want:
                 out.append(i)
         return out
-
-    def count_state(self, state: str) -> int:
-        return self.states.count(STATE_CODE[state])
 
     def index_of(self, ident: str, near: int = 0) -> int | None:
         """Row of message id ``ident``: near ``near`` first, then by bisection over the ready
@@ -251,7 +241,3 @@ class MessageColumns(Sequence[Message]):
         return MessageColumns(self.queue, ids, relpaths, states, deadlines, self.scan, make=self.make,
                               objects=objects, ready_sorted=self.ready_sorted, stamp=None,
                               listed_at=self.listed_at)
-
-    def messages(self) -> list[Message]:
-        """Every message as an object (search passes, tests): costs what the columns save."""
-        return list(self)
