@@ -57,27 +57,31 @@ class MessageColumns(Sequence[Message]):
     takes them, then in flight by deadline, then expired, then the rest (as
     :attr:`QueueScan.messages` orders them).
 
-    ``ids`` and ``relpaths`` are lists of str (for a VSQS ready message the same object:
-    its file name is its id), ``states`` a bytearray of :data:`STATE_CODE`, ``deadlines``
+    ``ids`` and ``relpaths`` are lists of str, ``states`` a bytearray of :data:`STATE_CODE`,
+    ``deadlines``
     an ``array('d')`` (NaN: none). ``make(i)`` builds the Message of row ``i`` (a backend
     turns a name back into its fields); when built from objects, ``objects`` holds them.
     ``scan`` holds the counts, warnings and errors of the listing (``messages`` is None).
+    ``offset``: the rows before it have their id as file name and no deadline (VSQS ready
+    messages): ``relpaths`` and ``deadlines`` start at row ``offset``, so a million ready
+    messages cost no second list and no array of NaNs (use :meth:`relpath`, :meth:`deadline_at`).
     ``ready_sorted``: the ready ids are in text order (so :meth:`index_of` can bisect).
     ``stamp``: what the backend saw of the listed directories (to skip an unchanged one).
     """
 
-    __slots__ = ("queue", "ids", "relpaths", "states", "deadlines", "scan", "objects", "make",
+    __slots__ = ("queue", "ids", "relpaths", "states", "deadlines", "offset", "scan", "objects", "make",
                  "ready_n", "ready_sorted", "stamp", "listed_at", "partial", "ready_sums", "_cache", "_held_deadlines")
 
     def __init__(self, queue: str, ids: list[str], relpaths: list[str], states: bytearray, deadlines: array,
                  scan: QueueScan, *, make: Callable[[MessageColumns, int], Message] | None = None,
                  objects: list[Message] | None = None, ready_sorted: bool = False, stamp: Any = None,
-                 listed_at: float = 0.0, partial: bool = False) -> None:
+                 listed_at: float = 0.0, partial: bool = False, offset: int = 0) -> None:
         self.queue = queue
         self.ids = ids
         self.relpaths = relpaths
         self.states = states
         self.deadlines = deadlines
+        self.offset = offset
         self.scan = scan
         self.objects = objects
         self.make = make
@@ -157,6 +161,13 @@ class MessageColumns(Sequence[Message]):
 
     # ------------------------------------------------------------------ columns
 
+    def relpath(self, i: int) -> str:
+        return self.ids[i] if i < self.offset else self.relpaths[i - self.offset]
+
+    def deadline_at(self, i: int) -> float:
+        """Row ``i``'s deadline, NaN when it has none."""
+        return NO_DEADLINE if i < self.offset else self.deadlines[i - self.offset]
+
     def held_range(self) -> tuple[int, int]:
         """(start, stop) of the in-flight rows (one run: they follow the ready ones)."""
         code = STATE_CODE[INFLIGHT]
@@ -171,7 +182,7 @@ class MessageColumns(Sequence[Message]):
         dls = self._held_deadlines
         if dls is None:
             start, stop = self.held_range()
-            dls = self._held_deadlines = sorted(self.deadlines[start:stop])  # type: ignore[assignment]
+            dls = self._held_deadlines = sorted(map(self.deadline_at, range(start, stop)))  # type: ignore[assignment]
         return bisect_right(dls, now)  # type: ignore[arg-type]
 
     def rows_shown_as(self, state: str, now: float) -> list[int]:
@@ -181,9 +192,9 @@ class MessageColumns(Sequence[Message]):
         inflight, delayed = code[INFLIGHT], code[DELAYED]
         want = code[state]
         out = []
-        for i, (c, d) in enumerate(zip(self.states, self.deadlines)):
+        for i, c in enumerate(self.states):
             if c == inflight or c == delayed:
-                late = d <= now  # NaN (no deadline) is never late
+                late = self.deadline_at(i) <= now  # NaN (no deadline) is never late
                 shown = (EXPIRED if c == inflight else READY) if late else STATES[c]
                 if shown == state:
                     out.append(i)
@@ -234,9 +245,9 @@ class MessageColumns(Sequence[Message]):
         keep = [not x for x in map(gone.__contains__, self.ids)]
         rows = self.rows_where(keep)
         ids = [self.ids[i] for i in rows]
-        relpaths = [self.relpaths[i] for i in rows]
+        relpaths = [self.relpath(i) for i in rows]
         states = bytearray(self.states[i] for i in rows)
-        deadlines = array("d", (self.deadlines[i] for i in rows))
+        deadlines = array("d", (self.deadline_at(i) for i in rows))
         objects = [self.objects[i] for i in rows] if self.objects is not None else None
         return MessageColumns(self.queue, ids, relpaths, states, deadlines, self.scan, make=self.make,
                               objects=objects, ready_sorted=self.ready_sorted, stamp=None,

@@ -57,8 +57,8 @@ def make_message(cols: MessageColumns, i: int) -> Message:
     """Row ``i`` of VSQS columns as a Message (what :func:`.layout._messages` would have made)."""
     mid = cols.ids[i]
     state = STATES[cols.states[i]]
-    dl = cols.deadlines[i]
-    return Message(cols.queue, VSQS, mid, state, cols.relpaths[i], created_at=int(mid) / vsqs_divisor(mid),
+    dl = cols.deadline_at(i)
+    return Message(cols.queue, VSQS, mid, state, cols.relpath(i), created_at=int(mid) / vsqs_divisor(mid),
                    deadline=None if dl != dl else dl)
 
 
@@ -209,15 +209,17 @@ def _build(queue: str, now: float, ready: list[str], acc: _Acc, *, partial: bool
     live = [m for m in order if seconds[m] > now]
     late = [m for m in order if seconds[m] <= now]
     wids = sorted(writing, key=int)
-    ids = ready + live + late + wids
-    relpaths = ready + [f"{m}.{held[m]}" for m in live + late] + [f"{m}.new" for m in wids]
-    states = bytearray([STATE_CODE[READY]]) * len(ready)
+    n_ready = len(ready)
+    ids = ready  # every caller hands over a list of its own: extended in place, not copied
+    ids += live + late + wids
+    # ready rows: the file name is the id and there is no deadline (columns from ``offset`` on)
+    relpaths = [f"{m}.{held[m]}" for m in live + late] + [f"{m}.new" for m in wids]
+    states = bytearray([STATE_CODE[READY]]) * n_ready
     states += bytes([STATE_CODE[INFLIGHT]]) * len(live) + bytes([STATE_CODE[EXPIRED]]) * len(late)
     states += bytes([STATE_CODE[WRITING]]) * len(wids)
-    deadlines = array("d", [_NAN]) * len(ready)
-    deadlines.extend(seconds[m] for m in live + late)
+    deadlines = array("d", (seconds[m] for m in live + late))
     deadlines.extend(array("d", [_NAN]) * len(wids))
-    return MessageColumns(queue, ids, relpaths, states, deadlines, scan, make=make_message,
+    return MessageColumns(queue, ids, relpaths, states, deadlines, scan, make=make_message, offset=n_ready,
                           ready_sorted=text_order, stamp=stamp, listed_at=listed_at, partial=partial)
 
 
@@ -416,7 +418,7 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
                     previous.ready_sums = _running(ids)
                 return previous.ready_sums
 
-            ready = _by_difference(qdir, base, set(previous.relpaths[previous.ready_n:]), acc, previous_sums)
+            ready = _by_difference(qdir, base, set(previous.relpaths), acc, previous_sums)
     except OSError as err:
         scan = QueueScan(name=name, layout=VSQS, scanned_at=now)
         scan.errors.append(os_error_line(err, name))
