@@ -141,6 +141,7 @@ class QueueScreen(Screen[None]):
         self.listings = 0
         self._status_shown: tuple[object, ...] | None = None
         self._title_shown: tuple[object, ...] | None = None
+        self._notes_shown: tuple[object, ...] | None = None
         self._header_shown: str | None = None
         #: process CPU time at the start of the last rescan, and what the cycle before it cost
         self._cycle_start: float | None = None
@@ -200,7 +201,7 @@ class QueueScreen(Screen[None]):
         header = self.query_one(MessageList).columns().header()
         if header != self._header_shown:  # a Static update lays the screen out again
             self._header_shown = header
-            self.query_one("#qheader", Static).update(Text(header, style="bold"))
+            self.query_one("#qheader", Static).update(Text(header, style="bold"), layout=False)
 
     # -- loading ------------------------------------------------------------------------
     def rescan(self) -> None:
@@ -329,7 +330,7 @@ class QueueScreen(Screen[None]):
         shown = (t.plain, tuple(t.spans))
         if shown != self._title_shown:  # a Static update lays the screen out again
             self._title_shown = shown
-            self.query_one("#qtitle", Static).update(t)
+            self.query_one("#qtitle", Static).update(t, layout=False)  # one row, fixed height
 
     def update_status(self) -> None:
         """One line of short fields; warnings and errors get their own (wrapping) line."""
@@ -378,14 +379,17 @@ class QueueScreen(Screen[None]):
         if self.scan is None and not self.error:
             t.append("listing messages…", "dim")
         # a Static update lays the screen out again: only when the text did change
-        shown = (t.plain, tuple(t.spans), notes.plain, tuple(notes.spans))
-        if shown == self._status_shown:
-            return
-        self._status_shown = shown
-        self.query_one("#qstatus", Static).update(t)
-        box = self.query_one("#qnotes", Static)
-        box.update(notes)
-        box.set_class(not notes, "hidden")
+        shown = (t.plain, tuple(t.spans))
+        if shown != self._status_shown:
+            self._status_shown = shown
+            # one row of fixed height (the stylesheet): no layout pass for a new text (each key press)
+            self.query_one("#qstatus", Static).update(t, layout=False)
+        noted = (notes.plain, tuple(notes.spans))
+        if noted != self._notes_shown:  # the notes box grows and shrinks: this one is laid out
+            self._notes_shown = noted
+            box = self.query_one("#qnotes", Static)
+            box.update(notes)
+            box.set_class(not notes, "hidden")
 
     def on_message_list_cursor_moved(self) -> None:
         self.update_status()
