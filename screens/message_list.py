@@ -20,6 +20,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from qconsole.columns import MessageColumns
 from qconsole.model import Message
 from qconsole.output import humanize
 from qconsole.safetext import safe_name
@@ -184,7 +185,8 @@ class MessageList(ScrollView, can_focus=True):
                  id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self.clock = clock
-        self.messages: list[Message] = []
+        #: the rows, as columns (a Message is made only for a row drawn or acted on)
+        self.messages: MessageColumns = MessageColumns.empty("")
         self.marked: set[str] = set()
         self.ready_count = 0
         self.priorities = priorities
@@ -198,6 +200,8 @@ class MessageList(ScrollView, can_focus=True):
         #: the id the cursor was on when it vanished in the last update (the screen says so)
         self.lost: str | None = None
         self._columns: Columns | None = None
+        #: the rows drawn lately, by what they show (see render_line)
+        self._lines: dict[tuple[object, ...], Strip] = {}
 
     # -- data -----------------------------------------------------------------------------
     def columns(self) -> Columns:
@@ -209,27 +213,35 @@ class MessageList(ScrollView, can_focus=True):
             self._columns = c
         return c
 
-    def set_messages(self, messages: list[Message]) -> None:
-        """Replace the list, keeping the cursor on the same message id.
+    def set_messages(self, messages: MessageColumns | list[Message], *, follow: bool = True) -> None:
+        """Replace the rows, keeping the cursor on the same message id.
 
         When that message is gone the cursor stays at the same position (on the message that
-        took its place) and :attr:`lost` names the one that went.
+        took its place) and :attr:`lost` names the one that went; with ``follow`` false it stays
+        at its position whatever is there (more of a listing under way). Nothing here walks every
+        row: the cursor's message is found near its old place or by bisection, marks are
+        checked one by one (or against one set when there are many).
         """
-        current = self.current()
+        if not isinstance(messages, MessageColumns):
+            messages = MessageColumns.from_messages(messages[0].queue if messages else "", messages)
+        current = self.current() if follow else None
         position = self.cursor
         self.messages = messages
-        self.ready_count = sum(1 for m in messages if m.state == READY)
+        self.ready_count = messages.ready_n
         if self.marked:
-            live = {m.id for m in messages}
-            self.marked &= live
-        sample = messages[:2000] + messages[-2000:]
-        self._id_w = max((len(m.id) for m in sample), default=16)
+            if len(self.marked) > 64:
+                self.marked &= messages.id_set()
+            else:
+                self.marked = {i for i in self.marked if messages.index_of(i) is not None}
+        ids = messages.ids
+        sample = ids[:2000] + ids[-2000:]
+        self._id_w = max(map(len, sample), default=16)
         self._columns = None
         index = min(position, max(0, len(messages) - 1))
         self.lost = None
         if current is not None:
             # look near the old position first: a consumed head moves it up by a few rows
-            found = self._find(current.id, position)
+            found = messages.index_of(current.id, position)
             if found is None:
                 self.lost = current.id
             else:
@@ -238,29 +250,18 @@ class MessageList(ScrollView, can_focus=True):
         self.cursor = index
         self.refresh()
 
-    def _find(self, ident: str, near: int) -> int | None:
-        msgs = self.messages
-        lo = max(0, near - 64)
-        for i in range(lo, min(len(msgs), near + 64)):
-            if msgs[i].id == ident:
-                return i
-        for i, m in enumerate(msgs):
-            if m.id == ident:
-                return i
-        return None
-
     def index_of(self, ident: str) -> int | None:
-        return self._find(ident, self.cursor)
+        return self.messages.index_of(ident, self.cursor)
 
     def current(self) -> Message | None:
         if 0 <= self.cursor < len(self.messages):
-            return self.messages[self.cursor]
+            return self.messages.message(self.cursor)
         return None
 
     def selection(self) -> list[Message]:
         """The marked messages, or the one under the cursor when none is marked."""
         if self.marked:
-            return [m for m in self.messages if m.id in self.marked]
+            return self.messages.with_ids(self.marked)
         cur = self.current()
         return [cur] if cur else []
 
@@ -272,26 +273,34 @@ class MessageList(ScrollView, can_focus=True):
         self.action_cursor(1)
         self.refresh()
 
-    def mark_where(self, keep: Callable[[Message], bool]) -> int:
-        """Mark every message for which ``keep`` is true (adds to the marks); how many matched."""
-        ids = {m.id for m in self.messages if keep(m)}
-        self.marked |= ids
+    def mark_state(self, state: str, now: float) -> int:
+        """Mark every message shown in ``state`` now (adds to the marks); how many matched."""
+        ids = self.messages.ids
+        found = {ids[i] for i in self.messages.rows_shown_as(state, now)}
+        self.marked |= found
         self.refresh()
-        return len(ids)
+        return len(found)
 
     def invert_marks(self) -> None:
-        self.marked = {m.id for m in self.messages} - self.marked
+        self.marked = self.messages.id_set() - self.marked
         self.refresh()
 
     # -- movement -----------------------------------------------------------------------
-    def watch_cursor(self, value: int) -> None:
+    def watch_cursor(self, old: int, value: int) -> None:
         height = max(1, self.scrollable_content_region.height)
         top = round(self.scroll_offset.y)
         if value < top:
             self.scroll_to(y=value, animate=False, immediate=True)
+            self.refresh()
         elif value >= top + height:
             self.scroll_to(y=value - height + 1, animate=False, immediate=True)
-        self.refresh()
+            self.refresh()
+        elif old != value:
+            # only the two rows whose cursor style changed are drawn again
+            self.refresh_lines(old)
+            self.refresh_lines(value)
+        else:
+            self.refresh()
         self.post_message(self.CursorMoved())
 
     def action_cursor(self, step: int) -> None:
@@ -332,7 +341,7 @@ class MessageList(ScrollView, can_focus=True):
         if index >= len(self.messages):
             return Strip.blank(width, base)
         cols = self.columns()
-        msg = self.messages[index]
+        msg = self.messages.message(index)
         now = self.clock()
         state = shown_state(msg, now)
         marked = msg.id in self.marked
@@ -340,6 +349,27 @@ class MessageList(ScrollView, can_focus=True):
         pos = position_text(index + 1) if msg.state == READY else "-"
         age = humanize.duration(now - msg.created_at) if msg.created_at is not None else "-"
         left, level = countdown(msg, now)
+        det = self.details.get(msg.id) if cols.wants_details else None
+        if det is not None and det.seen != seen_as(msg):
+            det = None  # delivered (or requeued) since it was read: the count may have moved
+        if det is None and cols.wants_details and not self._ask_pending:
+            self._ask_pending = True  # one request per refresh, for every row on screen
+            self.call_after_refresh(self._ask_details)
+        # a row drawn the same as last time (most rows, most ticks) is not built again
+        cursor = self.get_component_rich_style("messagelist--cursor") if index == self.cursor else None
+        key = (msg.id, index, cursor, marked, state, pos, age, left, level, width, id(cols),
+               base, None if det is None else (det.preview, det.size, det.redeliveries))
+        strip = self._lines.get(key)
+        if strip is not None:
+            return strip
+        if len(self._lines) > 4 * max(1, self.size.height) + 64:
+            self._lines.clear()
+        strip = self._lines[key] = self._build_line(msg, index, cols, state, marked, mark, pos, age, left, level,
+                                                    det, width, base)
+        return strip
+
+    def _build_line(self, msg: Message, index: int, cols: Columns, state: str, marked: bool, mark: str, pos: str,
+                    age: str, left: str, level: str, det: Details | None, width: int, base: Style) -> Strip:
         ident = safe_name(msg.id)
         if len(ident) > cols.id_w:
             ident = ident[: cols.id_w - 1] + "…"
@@ -360,12 +390,6 @@ class MessageList(ScrollView, can_focus=True):
         segments.append(Segment(f" {age:>{AGE_W}} ", row_style))
         segments.append(Segment(f"{left:>{EXP_W}}", row_style + COUNTDOWN_STYLE[level] if left else row_style))
         if cols.wants_details:
-            det = self.details.get(msg.id)
-            if det is not None and det.seen != seen_as(msg):
-                det = None  # delivered (or requeued) since it was read: the count may have moved
-            if det is None and not self._ask_pending:
-                self._ask_pending = True  # one request per refresh, for every row on screen
-                self.call_after_refresh(self._ask_details)
             if cols.rd:
                 rd = "" if det is None or det.redeliveries is None else str(det.redeliveries)
                 rd_style = row_style + Style(color="red", bold=True) if rd not in ("", "0") else row_style
@@ -385,7 +409,7 @@ class MessageList(ScrollView, can_focus=True):
         top = round(self.scroll_offset.y)
         height = self.scrollable_content_region.height
         wanted = []
-        for m in self.messages[top : top + height]:
+        for m in self.messages[top : min(len(self.messages), top + height)]:
             det = self.details.get(m.id)
             key = seen_as(m)
             if (det is None or det.seen != key) and self._asked.get(m.id) != key:

@@ -7,6 +7,8 @@ as markup, so ``[@click=app.quit]`` or an OSC 52 sequence in a payload does noth
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.table import Table
@@ -92,10 +94,11 @@ class PeekScreen(Screen[None]):
             self.payload = payload
             self.error = error
 
-    def __init__(self, root: Backend, messages: list[Message] | Message, index: int = 0) -> None:
+    def __init__(self, root: Backend, messages: Sequence[Message] | Message, index: int = 0) -> None:
         super().__init__()
         self.qroot = root
-        self.messages = messages if isinstance(messages, list) else [messages]
+        # a list's rows (columns: each Message is made when shown), or one message
+        self.messages: Sequence[Message] = [messages] if isinstance(messages, Message) else messages
         self.index = index
         self.payload: Payload | None = None
         self.cap: int | None = DEFAULT_CAP

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
 from qconsole.backends.base import REDELIVERY_COUNT, SETTINGS, TRASH, PRIORITIES, Backend
+from qconsole.columns import MessageColumns, release_memory
 from qconsole.errors import QConsoleError
 from qconsole.model import Message, QueueScan
 from qconsole.output import humanize
@@ -39,6 +40,13 @@ SEP = " · "
 PREVIEW_CAP = 2048
 #: ids named in a delete dialog before "and N more"
 NAMED_IDS = 4
+#: automatic rescans are spaced so that the console's whole CPU over the last cycle (listing,
+#: drawing what changed, countdowns) stays near this share of one core: a 100 000-message queue
+#: with live clients is listed every few seconds, a million-message one every RESCAN_MAX_S
+RESCAN_CPU_SHARE = 0.045
+RESCAN_MAX_S = 12.0
+#: after a listing longer than this the freed memory is handed back to the system
+TRIM_AFTER = 100_000
 #: changes are refused while these key actions are asked for in read-only mode
 MUTATING_ACTIONS = frozenset({"requeue", "requeue_expired", "delete", "move", "publish", "purge", "undo"})
 
@@ -86,12 +94,17 @@ class QueueScreen(Screen[None]):
     ]
 
     class Loaded(TMessage):
-        def __init__(self, scan: QueueScan | None, error: str | None, resume_gc: bool = False) -> None:
+        def __init__(self, listing: MessageColumns | None, error: str | None, resume_gc: bool = False,
+                     cpu_s: float = 0.0, unchanged: bool = False) -> None:
             super().__init__()
-            self.scan = scan
+            self.listing = listing
             self.error = error
             #: the worker paused the garbage collector: resume it once the list is painted
             self.resume_gc = resume_gc
+            #: CPU the listing took (the next rescan waits in proportion)
+            self.cpu_s = cpu_s
+            #: the store said nothing changed: the list stays as it is
+            self.unchanged = unchanged
 
     class DetailsRead(TMessage):
         def __init__(self, found: dict[str, Details]) -> None:
@@ -120,8 +133,19 @@ class QueueScreen(Screen[None]):
         self.counts = counts
         self.error: str | None = None
         self._timer = None
-        #: every message of the last scan (the list may show a filtered view of them)
-        self.all_messages: list[Message] = []
+        #: every message of the last listing, as columns (the list may show a filtered view of them)
+        self.all_messages: MessageColumns = MessageColumns.empty(queue)
+        #: the last complete listing (the next one starts from it)
+        self.listing: MessageColumns | None = None
+        #: complete listings taken (an unchanged queue is not listed again)
+        self.listings = 0
+        self._status_shown: tuple[object, ...] | None = None
+        self._title_shown: tuple[object, ...] | None = None
+        self._notes_shown: tuple[object, ...] | None = None
+        self._header_shown: str | None = None
+        #: process CPU time at the start of the last rescan, and what the cycle before it cost
+        self._cycle_start: float | None = None
+        self._cycle_cpu: float | None = None
         #: ("search", text) or ("dead", threshold) while a filtered view is shown
         self.view: tuple[str, str] | None = None
         self.view_matches: list[Message] = []
@@ -174,25 +198,40 @@ class QueueScreen(Screen[None]):
         self.update_status()
 
     def update_header(self) -> None:
-        self.query_one("#qheader", Static).update(Text(self.query_one(MessageList).columns().header(), style="bold"))
+        header = self.query_one(MessageList).columns().header()
+        if header != self._header_shown:  # a Static update lays the screen out again
+            self._header_shown = header
+            self.query_one("#qheader", Static).update(Text(header, style="bold"), layout=False)
 
     # -- loading ------------------------------------------------------------------------
     def rescan(self) -> None:
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
+        # the process's CPU over the last cycle (one listing to the next) spaces the next one
+        cpu = time.process_time()
+        if self._cycle_start is not None:
+            self._cycle_cpu = cpu - self._cycle_start
+        self._cycle_start = cpu
         self._load_worker()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="queue-scan")
     def _load_worker(self) -> None:
-        # The collector's first passes over a fresh 100k-message list cost ~80 ms (gen0
-        # then gen1, holding the GIL): keep it paused until the list has been painted.
+        # The collector's first passes over a fresh listing cost ~80 ms (gen0 then gen1,
+        # holding the GIL): keep it paused until the list has been painted.
         # (The core's own pause leaves it off when it finds it off.)
         resume_gc = gc.isenabled()
         gc.disable()
+        cpu = time.thread_time()
+        previous = self.listing
+
+        def partial(cols: MessageColumns) -> None:  # the first rows while a long listing runs
+            self.post_message(self.Loaded(cols, None))
+
         try:
-            scan = self.qroot.scan_queue(self.queue, self.qapp.clock(), collect=True)
-            self.post_message(self.Loaded(scan, None, resume_gc))
+            cols = self.qroot.list_messages(self.queue, self.qapp.clock(), previous=previous, progress=partial)
+            self.post_message(self.Loaded(cols, None, resume_gc, time.thread_time() - cpu,
+                                          unchanged=cols is previous))
         except QConsoleError as err:
             self.post_message(self.Loaded(None, str(err), resume_gc))
         except OSError as err:
@@ -205,27 +244,47 @@ class QueueScreen(Screen[None]):
     def on_queue_screen_loaded(self, event: Loaded) -> None:
         self.error = event.error
         lst = self.query_one(MessageList)
-        if event.scan is not None:
-            self.scan = event.scan
-            self.all_messages = event.scan.messages or []
+        cols = event.listing
+        if cols is not None and not event.unchanged:
+            # rows that arrive while the first listing runs go around the cursor's row: the
+            # cursor stays on the first row unless the operator moved it
+            follow = not (self.all_messages.partial and lst.cursor == 0)
+            if not cols.partial:
+                self.listing = cols
+                self.listings += 1
+            elif self.listing is not None:
+                return  # a partial listing never replaces a complete one
+            self.scan = cols.scan
+            self.all_messages = cols
             if self.view is None:
-                lst.set_messages(self.all_messages)
+                lst.set_messages(cols, follow=follow)
             else:  # a filtered view keeps its matches that still exist
-                live = {m.id: m for m in self.all_messages}
-                self.view_matches = [live[m.id] for m in self.view_matches if m.id in live]
-                lst.set_messages(self.view_matches)
+                kept = []
+                for m in self.view_matches:
+                    i = cols.index_of(m.id)
+                    if i is not None:
+                        kept.append(cols.message(i))
+                self.view_matches = kept
+                lst.set_messages(list(kept))
             self.update_header()
         self.update_title()
         self.update_status()
+        if cols is not None and cols.partial:
+            return  # the complete listing follows
+        if cols is not None and not event.unchanged and len(cols) > TRIM_AFTER:
+            release_memory()  # the listing before this one is garbage now
         if event.resume_gc:
             # after the repaint this update causes (a refresh callback can run before it)
             self.set_timer(0.25, gc.enable)
         if self.qapp.interval > 0:
-            self._timer = self.set_timer(max(self.qapp.interval, 2.0), self._auto_rescan)
+            spent = event.cpu_s if self._cycle_cpu is None else max(event.cpu_s, self._cycle_cpu)
+            delay = max(self.qapp.interval, 2.0, min(RESCAN_MAX_S, spent / RESCAN_CPU_SHARE))
+            self._timer = self.set_timer(delay, self._auto_rescan)
 
     def _auto_rescan(self) -> None:
         self._timer = None
-        if self.is_current:
+        # on top, not merely visible behind another screen (Screen.is_current counts that too)
+        if self.app.screen is self:
             self.rescan()
         else:
             self._timer = self.set_timer(self.qapp.interval, self._auto_rescan)
@@ -268,7 +327,10 @@ class QueueScreen(Screen[None]):
         if self.qapp.read_only:
             t.append(SEP)
             t.append("READ-ONLY", "bold red")
-        self.query_one("#qtitle", Static).update(t)
+        shown = (t.plain, tuple(t.spans))
+        if shown != self._title_shown:  # a Static update lays the screen out again
+            self._title_shown = shown
+            self.query_one("#qtitle", Static).update(t, layout=False)  # one row, fixed height
 
     def update_status(self) -> None:
         """One line of short fields; warnings and errors get their own (wrapping) line."""
@@ -279,6 +341,8 @@ class QueueScreen(Screen[None]):
             notes.append(safe_name(self.error), "red")
         elif self.scan is not None:
             total = len(lst.messages)
+            if self.listing is None:
+                t.append("listing… ", "dim")
             t.append(f"{lst.cursor + 1 if total else 0}/{total}", "bold")
             if lst.marked:
                 t.append(SEP)
@@ -292,7 +356,7 @@ class QueueScreen(Screen[None]):
                 t.append(f" {len(self.view_matches)} found" + ("" if done else f", {read}/{of} read"),
                          "cyan")
             now = self.qapp.clock()
-            expired_now = sum(1 for m in lst.messages[:50_000] if m.state == INFLIGHT and shown_state(m, now) == EXPIRED)
+            expired_now = lst.messages.expired_since(now)
             if expired_now:
                 t.append(SEP)
                 t.append(f"{expired_now} expired since scan", "red")
@@ -314,10 +378,18 @@ class QueueScreen(Screen[None]):
                 notes.append(safe_name(e), "red")
         if self.scan is None and not self.error:
             t.append("listing messages…", "dim")
-        self.query_one("#qstatus", Static).update(t)
-        box = self.query_one("#qnotes", Static)
-        box.update(notes)
-        box.set_class(not notes, "hidden")
+        # a Static update lays the screen out again: only when the text did change
+        shown = (t.plain, tuple(t.spans))
+        if shown != self._status_shown:
+            self._status_shown = shown
+            # one row of fixed height (the stylesheet): no layout pass for a new text (each key press)
+            self.query_one("#qstatus", Static).update(t, layout=False)
+        noted = (notes.plain, tuple(notes.spans))
+        if noted != self._notes_shown:  # the notes box grows and shrinks: this one is laid out
+            self._notes_shown = noted
+            box = self.query_one("#qnotes", Static)
+            box.update(notes)
+            box.set_class(not notes, "hidden")
 
     def on_message_list_cursor_moved(self) -> None:
         self.update_status()
@@ -363,7 +435,7 @@ class QueueScreen(Screen[None]):
         self.view_progress = (0, len(self.all_messages), False)
         self.query_one(MessageList).set_messages([])
         self.update_status()
-        self._filter_worker(self._view_token, list(self.all_messages), keep, cap, self._view_cancel)
+        self._filter_worker(self._view_token, self.all_messages, keep, cap, self._view_cancel)
 
     def close_view(self) -> None:
         self._view_cancel.set()
@@ -373,7 +445,7 @@ class QueueScreen(Screen[None]):
         self.update_status()
 
     @work(thread=True, exit_on_error=False, group="filter")
-    def _filter_worker(self, token: int, msgs: list[Message],
+    def _filter_worker(self, token: int, msgs: MessageColumns,
                        keep: Callable[[Message, Callable[[], Payload | None]], bool], cap: int,
                        cancel: threading.Event) -> None:
         """Read payloads one by one (never on the event loop); post matches as they come."""
@@ -431,14 +503,14 @@ class QueueScreen(Screen[None]):
 
     def action_mark_all(self) -> None:
         lst = self.query_one(MessageList)
-        lst.marked = set() if lst.marked else {m.id for m in lst.messages}
+        lst.marked = set() if lst.marked else lst.messages.id_set()
         lst.refresh()
         self.update_status()
 
     def action_mark_state(self, state: str) -> None:
         lst = self.query_one(MessageList)
         now = self.qapp.clock()
-        n = lst.mark_where(lambda m: shown_state(m, now) == state)
+        n = lst.mark_state(state, now)
         self.qapp.say(f"marked {n} {state} message(s)")
         self.update_status()
 
@@ -452,7 +524,7 @@ class QueueScreen(Screen[None]):
         if cur is not None:
             from .peek_screen import PeekScreen
 
-            self.app.push_screen(PeekScreen(self.qroot, list(lst.messages), lst.cursor))
+            self.app.push_screen(PeekScreen(self.qroot, lst.messages, lst.cursor))
 
     def _selection(self) -> list[Message]:
         return self.query_one(MessageList).selection()
@@ -463,9 +535,11 @@ class QueueScreen(Screen[None]):
         lst.marked.clear()
         done = set(getattr(result, "done", ()) or ())
         if done:
-            self.all_messages = [m for m in self.all_messages if m.id not in done]
+            self.all_messages = self.all_messages.without(done)
+            if self.listing is not None:
+                self.listing = self.all_messages  # what the next listing starts from
             self.view_matches = [m for m in self.view_matches if m.id not in done]
-            lst.set_messages([m for m in lst.messages if m.id not in done])
+            lst.set_messages(lst.messages.without(done))
             lst.lost = None  # we removed it ourselves: nothing to report
         self.update_status()
         self.rescan()

@@ -29,6 +29,10 @@ from .services import services
 
 #: below this many messages a queue is scanned with ids, so in/out rates are exact
 ID_RATE_LIMIT = 20_000
+#: the next pass waits at least this many times the CPU the last one took (a root holding a
+#: million-message queue is counted every ~10 s while it changes, not every 2 s)
+RESCAN_CPU_SHARE = 0.08
+RESCAN_MAX_S = 12.0
 #: a queue whose oldest message is this far in the future points at a producer's clock
 SKEW_S = 5.0
 
@@ -79,8 +83,11 @@ class ScanBatch:
 
     at: float
     duration_s: float
+    cpu_s: float = 0.0
     rows: list[tuple[int, QueueScan, frozenset[str] | None]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: row key -> (stamp, monotonic time) of the queues counted in this pass
+    stamps: dict[str, tuple[object, float]] = field(default_factory=dict)
 
 
 class QueueTable(DataTable):  # type: ignore[type-arg]
@@ -130,6 +137,8 @@ class RootScreen(Screen[None]):
         self.sort_index = 0
         self.last_batch: ScanBatch | None = None
         self._timer = None
+        #: row key -> (the store's stamp of the queue, monotonic time) at its last count
+        self.stamps: dict[str, tuple[object, float]] = {}
 
     @property
     def qapp(self):  # noqa: ANN201
@@ -175,7 +184,10 @@ class RootScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="root-scan")
     def _scan_worker(self, roots: list[Backend], clock, timer) -> None:  # noqa: ANN001
+        import time
+
         started = timer()
+        cpu = time.thread_time()
         batch = ScanBatch(at=clock(), duration_s=0.0)
         for i, root in enumerate(roots):
             try:
@@ -187,9 +199,25 @@ class RootScreen(Screen[None]):
             for name in names:
                 key = row_key(i, name)
                 last = self.scans.get(key)
-                small = last is None or last[1].total <= ID_RATE_LIMIT
                 try:
+                    stamp = root.queue_stamp(name)
+                except (QConsoleError, OSError):
+                    stamp = None
+                then = self.stamps.get(key)
+                if (last is not None and then is not None and root.unchanged_since(then[0], stamp, time.monotonic() - then[1])
+                        and (last[1].next_deadline is None or last[1].next_deadline > batch.at)):
+                    # nothing listed changed and no deadline passed: the counts still hold
+                    hist = self.history.get(key)
+                    batch.rows.append((i, last[1], hist.last_ids if hist else None))
+                    continue
+                listed_at = time.monotonic()
+                try:
+                    # counts from names only (what `stats` does); ids too for a small queue (rates)
+                    small = last is not None and last[1].total <= ID_RATE_LIMIT
                     scan = root.scan_queue(name, batch.at, collect=small)
+                    if last is None and scan.total <= ID_RATE_LIMIT:
+                        scan = root.scan_queue(name, batch.at, collect=True)
+                    batch.stamps[key] = (stamp, listed_at)
                 except QConsoleError as err:  # vanished between listing and scan
                     scan = QueueScan(name=name, layout=root.kind, scanned_at=batch.at, errors=[str(err)])
                 except OSError as err:
@@ -199,6 +227,7 @@ class RootScreen(Screen[None]):
                 scan.messages = None  # the root screen needs counts only; free the memory
                 batch.rows.append((i, scan, ids))
         batch.duration_s = timer() - started
+        batch.cpu_s = time.thread_time() - cpu
         self.post_message(self.Scanned(batch))
 
     def on_root_screen_scanned(self, event: Scanned) -> None:
@@ -210,19 +239,23 @@ class RootScreen(Screen[None]):
             seen.add(key)
             self.scans[key] = (i, scan)
             self.history.setdefault(key, QueueHistory()).add(scan, batch.at, ids)
+        self.stamps.update(batch.stamps)
         for key in list(self.scans):
             if key not in seen:
                 del self.scans[key]
                 self.history.pop(key, None)
+                self.stamps.pop(key, None)
         self.refresh_table()
         self.update_status()
         self.refresh_bindings()
         if self.qapp.interval > 0:
-            self._timer = self.set_timer(self.qapp.interval, self._tick)
+            self._timer = self.set_timer(max(self.qapp.interval, min(RESCAN_MAX_S, batch.cpu_s / RESCAN_CPU_SHARE)),
+                                         self._tick)
 
     def _tick(self) -> None:
         self._timer = None
-        if self.is_current:
+        # on top, not merely visible behind another screen (Screen.is_current counts that too)
+        if self.app.screen is self:
             self.rescan()
         # not visible: on_screen_resume rescans when the operator comes back
 

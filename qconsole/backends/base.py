@@ -20,8 +20,10 @@ from ..errors import QConsoleError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
+
+    from ..columns import MessageColumns
 
     from ..model import Message, QueueScan, RootScan
     from ..payload import Payload
@@ -195,6 +197,32 @@ class Backend:
     def scan_queue(self, name: str, now: float | None = None, *, collect: bool = False,
                    check_types: bool = False) -> QueueScan:
         raise NotImplementedError
+
+    def list_messages(self, name: str, now: float | None = None, *, previous: MessageColumns | None = None,
+                      progress: Callable[[MessageColumns], None] | None = None) -> MessageColumns:
+        """One queue's messages in delivery order as columns (the console's list).
+
+        ``previous``: this queue's last columns; a store that can tell its listing did not
+        change returns them as they are, and one that can relist by difference starts from
+        them. ``progress`` may get partial columns while a long listing runs. The default
+        turns a collected scan into columns (the Message objects are kept).
+        """
+        from ..columns import MessageColumns
+
+        scan = self.scan_queue(name, now, collect=True)
+        msgs = scan.messages or []
+        scan.messages = None
+        return MessageColumns.from_messages(name, msgs, scan)
+
+    def queue_stamp(self, name: str) -> Any:
+        """Something equal between two calls only when the queue's listing is (very likely)
+        unchanged, or None when the store cannot tell (then every refresh lists it)."""
+        return None
+
+    def unchanged_since(self, then: Any, now: Any, age_s: float) -> bool:
+        """Whether a queue whose stamp was ``then`` ``age_s`` seconds ago and is ``now`` now
+        can be taken as unchanged (so its last listing or counts still hold)."""
+        return False
 
     def read_payload(self, msg: Message, cap: int | None) -> Payload:
         raise NotImplementedError

@@ -88,16 +88,20 @@ def names_only(path: str, subdirs: int = 0, nlink: int | None = None) -> tuple[l
     return listing(path)
 
 
-def listing_chunks(path: str, typed: bool, size: int | None = None) -> Iterator[tuple[list[str], frozenset[str] | set[str]]]:
-    """One directory listing in chunks of ``size`` names (``STREAM_CHUNK``), with the set of those
-    that are not regular files when ``typed`` (from the entry, no stat): a huge queue counted in
-    bounded memory. The listing runs over a descriptor, so no path string is built per entry."""
-    size = size or STREAM_CHUNK
+def listing_chunks(path: str, typed: bool, size: int | None = None,
+                   first: int | None = None) -> Iterator[tuple[list[str], frozenset[str] | set[str]]]:
+    """One directory listing in chunks of ``size`` names (``STREAM_CHUNK``; the first one of
+    ``first`` names when given), with the set of those that are not regular files when ``typed``
+    (from the entry, no stat): a huge queue counted in bounded memory. The listing runs over a
+    descriptor, so no path string is built per entry."""
+    full = size or STREAM_CHUNK
+    size = first or full
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         with os.scandir(fd) as it:
             while True:
                 entries = list(islice(it, size))
+                size = full
                 if not entries:
                     return
                 names = list(map(_NAME, entries))

@@ -45,6 +45,18 @@ def resolve_root(root: str | os.PathLike[str] | None) -> str:
 
 from .safety import validate_queue_name  # noqa: E402 (one place for the rules that protect data)
 
+#: a directory whose change times are newer than this (s) is listed again even if its stamp is
+#: equal: two changes within one timestamp tick leave the same mtime
+STAMP_SETTLE_S = 2.0
+#: a directory is listed again after this long (s) whatever its stamp says: an NFS client caches
+#: directory attributes (acdirmax, 60 s by default), so an unchanged stamp may be a cached one
+FULL_RELIST_S = 30.0
+
+
+def same_stamp(then: Any, now: Any, age_s: float) -> bool:
+    """Equal stamps that had settled, taken less than FULL_RELIST_S apart."""
+    return then is not None and then == now and now[1] and age_s < FULL_RELIST_S
+
 
 class FileBackend(Backend):
     """A validated root directory of one file layout. Subclasses set ``module`` (the layout's
@@ -114,6 +126,50 @@ class FileBackend(Backend):
     ) -> QueueScan:
         self.require_queue(name)
         return self.module.scan_queue(self.path, name, now, collect=collect, check_types=check_types)
+
+    def columns_lister(self) -> Any:
+        """The layout's own ``list_columns`` (names to columns, by difference), or None: then
+        the columns are made from a collected scan."""
+        return None
+
+    def queue_stamp(self, name: str) -> Any:
+        """The listed directories' inode, change times, size and link count, and whether they
+        had settled (last changed over STAMP_SETTLE_S ago): a change within one timestamp
+        tick of the last look could otherwise hide behind an equal stamp."""
+        wall = time.time()
+        dirs = []
+        settled = True
+        for d in self.module.listing_dirs(self.path, validate_queue_name(name)):
+            try:
+                st = os.stat(d)
+            except OSError:
+                dirs.append(None)
+                continue
+            dirs.append((st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_nlink))
+            settled = settled and max(st.st_mtime_ns, st.st_ctime_ns) / 1e9 < wall - STAMP_SETTLE_S
+        return (tuple(dirs), settled)
+
+    def unchanged_since(self, then: Any, now: Any, age_s: float) -> bool:
+        return same_stamp(then, now, age_s)
+
+    def list_messages(self, name: str, now: float | None = None, *, previous: Any = None,
+                      progress: Any = None) -> Any:
+        """Columns of one queue; ``previous`` comes back as it is when the directories'
+        stamps are equal and settled, unless it is older than FULL_RELIST_S (NFS clients cache
+        directory attributes, so a stamp alone is never trusted for long)."""
+        self.require_queue(name)
+        stamp = self.queue_stamp(name)
+        if previous is not None and not previous.partial and \
+                same_stamp(previous.stamp, stamp, time.monotonic() - previous.listed_at):
+            return previous
+        started = time.monotonic()
+        lister = self.columns_lister()
+        if lister is not None:
+            return lister(self.path, name, now, previous=previous, progress=progress, stamp=stamp)
+        cols = super().list_messages(name, now, previous=previous, progress=progress)
+        cols.stamp = stamp
+        cols.listed_at = started
+        return cols
 
     def scan(
         self,

@@ -28,6 +28,11 @@ class VsqsBackend(FileBackend):
                choices=("us", "ms")),
     )
 
+    def columns_lister(self) -> Any:
+        from .columns import list_columns
+
+        return list_columns
+
     def publish(self, queue: str, payloads: Sequence[bytes], options: dict[str, Any]) -> list[str]:
         from ..fs import safety
         from . import writes

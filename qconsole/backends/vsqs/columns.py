@@ -1,0 +1,434 @@
+"""One VSQS queue listed as columns (:class:`qconsole.columns.MessageColumns`), for the console.
+
+The listing is read in chunks, so the first rows can be shown while the rest is read, and
+no single C call holds the interpreter long on a million names (sorts are of one chunk,
+then merges of two sorted runs, which timsort does in one linear pass); the thread that
+draws the screen gets its turn between them. A relisting by difference starts from the
+previous columns: the ready ids still there keep their order and their string objects,
+new ones are merged in, so nothing is sorted again.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from array import array
+from bisect import bisect_left, bisect_right
+from itertools import accumulate, compress, filterfalse, repeat
+from operator import and_, eq
+
+from ...columns import STATE_CODE, MessageColumns
+from ...model import Message, QueueScan
+from ...states import EXPIRED, FOREIGN, INFLIGHT, READY, STATES, VSQS, WRITING
+from ...timeunits import vsqs_divisor
+from ..fs.listing import QC_TEMP_PREFIX, ErrorList, gc_paused, listing_chunks, os_error_line
+from .layout import _HELD_RE, _GROUPS, _STRING, MAX_DIGITS, _ascii_digits, _held_counts, is_ascii_digits, parse_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: names read per chunk of the listing (each chunk's work is a few ms of C)
+CHUNK = 65_536
+#: the first chunk is smaller: its rows are shown at once
+FIRST_CHUNK = 16_384
+#: a partial listing is shown after the first chunk, then at most this often (s)
+PARTIAL_EVERY_S = 1.0
+#: after handing over partial rows the listing waits this long (s), so the screen can paint them
+#: (longer after the first ones: the screen is being mounted meanwhile)
+PARTIAL_PAUSE_S = 0.05
+FIRST_PAUSE_S = 0.25
+
+_NAN = float("nan")
+
+
+#: the listing sleeps this long (s) between two bulk steps: a real sleep, so the thread that
+#: draws the screen takes the GIL (``sleep(0)`` may take it straight back)
+YIELD_S = 0.001
+
+
+def _yield() -> None:
+    """Let the drawing thread run between two bulk steps."""
+    time.sleep(YIELD_S)
+
+
+def make_message(cols: MessageColumns, i: int) -> Message:
+    """Row ``i`` of VSQS columns as a Message (what :func:`.layout._messages` would have made)."""
+    mid = cols.ids[i]
+    state = STATES[cols.states[i]]
+    dl = cols.deadline_at(i)
+    return Message(cols.queue, VSQS, mid, state, cols.relpath(i), created_at=int(mid) / vsqs_divisor(mid),
+                   deadline=None if dl != dl else dl)
+
+
+class _Acc:
+    """What the chunks of one listing found besides the ready ids."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, str] = {}
+        self.writing: set[str] = set()
+        self.temp = 0
+        self.foreign = 0
+        self.widths: set[int] = set()
+        self.errors = ErrorList()
+        self.listed = 0
+
+    def take(self, names: list[str], irregular: frozenset[str] | set[str]) -> list[str]:
+        """Sort one chunk's names out; returns its ready ids (unsorted)."""
+        self.listed += len(names)
+        ready, rest = _ascii_digits(names)
+        if ready:
+            lens = set(map(len, ready))
+            if max(lens) > MAX_DIGITS:  # absurd ids go the foreign way (with an error line)
+                rest = rest + [m for m in ready if len(m) > MAX_DIGITS]
+                ready = [m for m in ready if len(m) <= MAX_DIGITS]
+                lens = set(map(len, ready))
+            self.widths |= lens
+        if irregular and not irregular.isdisjoint(ready):
+            for fname in sorted(irregular.intersection(ready)):
+                self.foreign += 1
+                self.errors.add(f"{fname}: named like a message but not a regular file")
+            ready = [m for m in ready if m not in irregular]
+        if not rest:
+            return ready
+        matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
+        if irregular and any(map(_HELD_RE.fullmatch, irregular)):
+            matches = [m for m in matches if m.string not in irregular]
+        self.held.update(map(_GROUPS, matches))
+        if len(matches) != len(rest):
+            matched = set(map(_STRING, matches))
+            for fname in rest:
+                if fname in matched:
+                    continue
+                if fname.startswith(QC_TEMP_PREFIX):
+                    self.temp += 1
+                    continue
+                parsed = parse_name(fname)
+                if parsed is None:
+                    self.foreign += 1
+                    head, _dot, tail = fname.partition(".")
+                    if is_ascii_digits(head) and (len(head) > MAX_DIGITS or (is_ascii_digits(tail) and len(tail) > MAX_DIGITS)):
+                        self.errors.add(f"{fname[:60]}{'...' if len(fname) > 60 else ''}: absurd id or deadline "
+                                        f"(more than {MAX_DIGITS} digits); counted as foreign")
+                    continue
+                if fname in irregular:
+                    self.foreign += 1
+                    self.errors.add(f"{fname}: named like a message but not a regular file")
+                    continue
+                kind, mid, deadline = parsed
+                if kind == WRITING:
+                    self.writing.add(mid)
+                else:
+                    self.held[mid] = deadline  # type: ignore[assignment]
+        return ready
+
+
+def _merge2(a: list[str], b: list[str], step: int = CHUNK) -> list[str]:
+    """Two sorted lists into one, a piece at a time: each piece (up to ``2 * step`` names, all
+    below what is left of either list, found by bisection) is sorted on its own, so no single
+    C call holds the interpreter for the whole merge."""
+    out: list[str] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        ni = min(len(a), i + step)
+        nj = bisect_right(b, a[ni - 1], j)
+        if nj - j > step:  # many of b's come first: take a step of b instead
+            nj = j + step
+            ni = bisect_right(a, b[nj - 1], i)
+        piece = a[i:ni] + b[j:nj]
+        piece.sort()  # two sorted runs: one linear merge
+        out += piece
+        i, j = ni, nj
+        _yield()
+    out += a[i:]
+    out += b[j:]
+    return out
+
+
+def _merge(runs: list[list[str]]) -> list[str]:
+    """Sorted runs into one sorted list, two at a time."""
+    while len(runs) > 1:
+        merged = [_merge2(runs[i], runs[i + 1]) for i in range(0, len(runs) - 1, 2)]
+        if len(runs) % 2:
+            merged.append(runs[-1])
+        runs = merged
+    return runs[0] if runs else []
+
+
+def _dedupe_sorted(ready: list[str]) -> list[str]:
+    """A name listed twice (renamed back and forth during the listing) counts once."""
+    step = CHUNK
+    twice = False
+    for i in range(0, len(ready) - 1, step):
+        if any(map(eq, ready[i : i + step], ready[i + 1 : i + step + 1])):
+            twice = True
+            break
+        _yield()
+    if twice:
+        out = [ready[0]]
+        out.extend(b for a, b in zip(ready, ready[1:]) if a != b)
+        return out
+    return ready
+
+
+def _build(queue: str, now: float, ready: list[str], acc: _Acc, *, partial: bool, stamp: object,
+           listed_at: float) -> MessageColumns:
+    """Columns and counts from the sorted ready ids and what else the listing found."""
+    held = acc.held
+    text_order = len(acc.widths) <= 1
+    member = (lambda mid: _in_sorted(ready, mid)) if text_order else set(ready).__contains__
+    if held and ready:
+        both = [mid for mid in held if member(mid)]
+        if both:  # consumed while the listing ran: the held name wins
+            gone = set(both)
+            ready = list(filterfalse(gone.__contains__, ready))
+    writing = acc.writing
+    if writing:
+        writing = {w for w in writing if w not in held and not member(w)}
+    scan = QueueScan(name=queue, layout=VSQS, scanned_at=now)
+    counts = scan.counts
+    counts[READY] = len(ready)
+    counts[WRITING] = len(writing) + acc.temp
+    counts[FOREIGN] = acc.foreign
+    inflight, expired, next_deadline = _held_counts(held, now)
+    counts[INFLIGHT] = inflight
+    counts[EXPIRED] = expired
+    scan.next_deadline = next_deadline
+    widths = acc.widths if ready else set(map(len, held.keys() or writing))
+    if ready:
+        scan.oldest_ready_created = min(int(m) / vsqs_divisor(m) for m in ({ready[0]} | _firsts(ready, widths)))
+    if widths:
+        scan.id_unit = vsqs_divisor("9" * max(widths))
+        if len({vsqs_divisor("9" * w) for w in widths}) > 1:
+            scan.warnings.append("mixed id units (ms and µs): numeric order delivers the shorter ids first")
+    scan.errors.extend(acc.errors.result())
+
+    seconds = {mid: int(dl) / vsqs_divisor(dl) for mid, dl in held.items()}
+    order = sorted(held, key=lambda mid: (seconds[mid], int(mid)))
+    live = [m for m in order if seconds[m] > now]
+    late = [m for m in order if seconds[m] <= now]
+    wids = sorted(writing, key=int)
+    n_ready = len(ready)
+    ids = ready  # every caller hands over a list of its own: extended in place, not copied
+    ids += live + late + wids
+    # ready rows: the file name is the id and there is no deadline (columns from ``offset`` on)
+    relpaths = [f"{m}.{held[m]}" for m in live + late] + [f"{m}.new" for m in wids]
+    states = bytearray([STATE_CODE[READY]]) * n_ready
+    states += bytes([STATE_CODE[INFLIGHT]]) * len(live) + bytes([STATE_CODE[EXPIRED]]) * len(late)
+    states += bytes([STATE_CODE[WRITING]]) * len(wids)
+    deadlines = array("d", (seconds[m] for m in live + late))
+    deadlines.extend(array("d", [_NAN]) * len(wids))
+    return MessageColumns(queue, ids, relpaths, states, deadlines, scan, make=make_message, offset=n_ready,
+                          ready_sorted=text_order, stamp=stamp, listed_at=listed_at, partial=partial)
+
+
+def _firsts(ready: list[str], widths: set[int]) -> set[str]:
+    """With mixed widths the numerically oldest of each width (ready is in numeric order)."""
+    if len(widths) <= 1:
+        return set()
+    out: set[str] = set()
+    for w in widths:
+        for m in ready:
+            if len(m) == w:
+                out.add(m)
+                break
+    return out
+
+
+def _in_sorted(ready: list[str], mid: str) -> bool:
+    i = bisect_left(ready, mid)
+    return i < len(ready) and ready[i] == mid
+
+
+def _order(ready: list[str], widths: set[int]) -> list[str]:
+    """Numeric order: text order for one width, int keys for mixed ones (rare)."""
+    if len(widths) > 1:
+        ready.sort(key=int)
+    return ready
+
+
+def _chunks(items: list[str], size: int = CHUNK):  # noqa: ANN202
+    if len(items) <= size:
+        yield items
+        return
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+        _yield()
+
+
+def _lstat_irregular(qdir: str, names: list[str]) -> set[str]:
+    """Those of ``names`` that are not regular files now (links are not followed)."""
+    out: set[str] = set()
+    for n in names:
+        try:
+            if not stat.S_ISREG(os.lstat(os.path.join(qdir, n)).st_mode):
+                out.add(n)
+        except OSError:
+            pass  # gone since the listing: counted as it was listed
+    return out
+
+
+def _head_and_tail(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
+                   previous_sums: Callable[[list[str]], array | None]) -> tuple[list[str], array] | None:
+    """The usual change of a live queue without a set of a million names: consumers took
+    ready ids from the head, producers added ids after the last one. Holds when the ready ids
+    listed are exactly ``base`` from the smallest one listed on, plus ids above ``base``'s
+    last: checked by their count and the sum of their (per-process salted) string hashes.
+    None when it does not hold (a requeue brought back an old id, a delete in the middle):
+    then the caller diffs by sets."""
+    if not base:
+        return None
+    sums = previous_sums(base)
+    if sums is None:
+        return None
+    hi = base[-1]
+    width = len(hi)
+    lo = hi
+    listed = n_digits = n_names = 0
+    widths: set[int] = set()
+    tail: list[str] = []
+    rest: list[str] = []
+    # the listing read a chunk at a time and dropped as it goes: only what is new stays
+    for part, _irregular in listing_chunks(qdir, False, CHUNK):
+        n_names += len(part)
+        _yield()  # each step a few ms of C, so the screen gets its turns
+        digits = list(filter(str.isdigit, part))
+        if len(digits) != len(part):
+            rest.extend(filterfalse(str.isdigit, part))
+        if not digits:
+            continue
+        if not "".join(digits).isascii():
+            return None
+        n_digits += len(digits)
+        widths.update(map(len, digits))
+        lo = min(lo, min(digits))
+        tail.extend(filter(hi.__lt__, digits))
+        listed += sum(map(and_, map(hash, digits), repeat(HASH_MASK)))
+    if widths != {width}:
+        return None  # mixed widths: text order is not numeric order (or nothing ready)
+    k = bisect_left(base, lo)
+    if n_digits != len(base) - k + len(tail):
+        return None
+    if listed != _running(tail, sums[-1])[-1] - sums[k]:
+        return None
+    kept = base[k:]
+    kept_sums = sums[k:]
+    acc.listed = n_names
+    irregular = _lstat_irregular(qdir, [n for n in rest if n not in held_before] + tail)
+    acc.widths.add(width)
+    acc.take(rest, irregular)
+    if tail:
+        if irregular:
+            for n in sorted(irregular.intersection(tail)):
+                acc.foreign += 1
+                acc.errors.add(f"{n}: named like a message but not a regular file")
+            tail = [n for n in tail if n not in irregular]
+        tail.sort()
+        kept += tail
+        kept_sums.extend(_running(tail, sums[-1])[1:])
+    return kept, kept_sums
+
+
+#: ready ids' hashes are summed in 40 bits: sums over 8M ids stay within an int64
+HASH_MASK = (1 << 40) - 1
+
+
+def _running(ids: list[str], start: int = 0) -> array:
+    """``start`` and then the running sums of the ids' masked hashes (in chunks)."""
+    out = array("q", [start])
+    for part in _chunks(ids):
+        out.extend(array("q", accumulate(map(and_, map(hash, part), repeat(HASH_MASK)), initial=out[-1]))[1:])
+    return out
+
+
+def _by_difference(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
+                   previous_sums: Callable[[list[str]], array | None]) -> list[str] | tuple[list[str], array]:
+    """The sorted ready ids of ``qdir`` now, from ``base`` (the sorted ready ids of the last
+    listing): the ids still there keep their order and their string objects, only the names
+    that were not ready before are sorted out and merged in. One plain listing (no entry
+    types: an entry that is not a regular file can only be new, and new names are checked
+    with lstat), every bulk step in chunks."""
+    quick = _head_and_tail(qdir, base, held_before, acc, previous_sums)
+    if quick is not None:
+        return quick
+    raw = os.listdir(qdir)  # the GIL is released for each entry read
+    fresh: set[str] = set()
+    for part in _chunks(raw):
+        fresh.update(part)
+    acc.listed = len(raw)
+    del raw
+    ready: list[str] = []
+    for part in _chunks(base):
+        ready.extend(compress(part, map(fresh.__contains__, part)))
+    for part in _chunks(base):
+        fresh.difference_update(part)
+    # what is left: new names, and the held/writing/foreign ones
+    names = list(fresh)
+    del fresh
+    irregular = _lstat_irregular(qdir, [n for n in names if n not in held_before])
+    acc.widths.update({len(base[0]), len(base[-1])} if base else ())
+    added = acc.take(names, irregular)
+    if added:
+        added.sort()
+        if ready and added[0] < ready[-1]:
+            ready += added
+            ready.sort()  # two sorted runs: one linear merge
+        else:
+            ready += added
+    if len(acc.widths) > 1:
+        ready.sort(key=int)
+    return ready
+
+
+@gc_paused
+def list_columns(root: str, name: str, now: float | None = None, *, previous: MessageColumns | None = None,
+                 progress: Callable[[MessageColumns], None] | None = None, stamp: object = None) -> MessageColumns:
+    """Columns of one queue. With ``previous`` (this queue's last columns) the ready ids are
+    updated by difference; ``progress`` gets partial columns while a first listing runs."""
+    now = time.time() if now is None else now
+    started = time.monotonic()
+    qdir = os.path.join(root, name)
+    acc = _Acc()
+    base = None
+    if previous is not None and previous.ready_sorted and previous.objects is None and not previous.partial:
+        base = previous.ids[: previous.ready_n]
+    try:
+        if base is None:
+            runs: list[list[str]] = []
+            shown_at = None
+            for names, irregular in listing_chunks(qdir, True, CHUNK, FIRST_CHUNK):
+                ready = acc.take(names, irregular)
+                del names
+                ready.sort()
+                runs.append(ready)
+                _yield()
+                if progress is not None and (shown_at is None or time.monotonic() - shown_at > PARTIAL_EVERY_S):
+                    shown_at = time.monotonic()
+                    merged = _merge(runs)
+                    runs = [merged]
+                    progress(_build(name, now, list(merged), acc, partial=True, stamp=None, listed_at=started))
+                    time.sleep(PARTIAL_PAUSE_S if len(runs[0]) > FIRST_CHUNK else FIRST_PAUSE_S)  # the screen paints
+            ready = _dedupe_sorted(_order(_merge(runs), acc.widths))
+        else:
+            def previous_sums(ids: list[str]) -> array | None:
+                if len(ids) > 8_000_000:
+                    return None
+                if previous.ready_sums is None or len(previous.ready_sums) != len(ids) + 1:
+                    previous.ready_sums = _running(ids)
+                return previous.ready_sums
+
+            ready = _by_difference(qdir, base, set(previous.relpaths), acc, previous_sums)
+    except OSError as err:
+        scan = QueueScan(name=name, layout=VSQS, scanned_at=now)
+        scan.errors.append(os_error_line(err, name))
+        return MessageColumns.from_messages(name, [], scan)
+    sums = None
+    if isinstance(ready, tuple):
+        ready, sums = ready
+    cols = _build(name, now, ready, acc, partial=False, stamp=stamp, listed_at=started)
+    if sums is not None and cols.ready_n == len(sums) - 1:
+        cols.ready_sums = sums
+    elif cols.ready_sorted and cols.ready_n <= 8_000_000:
+        cols.ready_sums = _running(cols.ids[: cols.ready_n])  # what the next relisting checks against
+    return cols

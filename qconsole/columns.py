@@ -1,0 +1,254 @@
+"""One queue's messages in delivery order as columns, not objects.
+
+A list of a million messages is a few arrays: ids (strings shared with the listing that
+found them), relative paths, a state code per message and a deadline per message; a
+:class:`~qconsole.model.Message` is made only for a row that is drawn, peeked or acted on
+(toolong keeps line offsets instead of line objects the same way). The console's list reads
+these columns; a backend builds them (:meth:`qconsole.backends.base.Backend.list_messages`),
+from names alone for the file layouts, or from the messages of a collected scan for any
+other store.
+
+Plain Python (``array`` and ``bisect``), no Textual: tested on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from bisect import bisect_right
+from collections.abc import Sequence
+from itertools import compress
+
+from .model import Message, QueueScan
+from .states import DELAYED, EXPIRED, INFLIGHT, READY, STATES
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+    from typing import Any
+
+#: state word -> the one-byte code in :attr:`MessageColumns.states`
+STATE_CODE: dict[str, int] = {s: i for i, s in enumerate(STATES)}
+NO_DEADLINE = math.nan
+
+
+_TRIM: list[object] = []
+
+
+def release_memory() -> None:
+    """Hand the C heap's free pages back to the system after a big listing (glibc's
+    ``malloc_trim``; nothing elsewhere). A million names leave ~80 MB of freed list buffers and
+    strings that glibc otherwise keeps (its mmap threshold grows with each big free), so the
+    console's resident memory would stay at the listing's peak."""
+    if not _TRIM:
+        try:
+            import ctypes
+
+            _TRIM.append(ctypes.CDLL(None).malloc_trim)
+        except (OSError, AttributeError, ImportError):
+            _TRIM.append(None)
+    trim = _TRIM[0]
+    if trim is not None:
+        trim(0)  # type: ignore[operator]
+
+
+class MessageColumns(Sequence[Message]):
+    """Messages of one queue in delivery order: ready ones in the order the real consumer
+    takes them, then in flight by deadline, then expired, then the rest (as
+    :attr:`QueueScan.messages` orders them).
+
+    ``ids`` and ``relpaths`` are lists of str, ``states`` a bytearray of :data:`STATE_CODE`,
+    ``deadlines``
+    an ``array('d')`` (NaN: none). ``make(i)`` builds the Message of row ``i`` (a backend
+    turns a name back into its fields); when built from objects, ``objects`` holds them.
+    ``scan`` holds the counts, warnings and errors of the listing (``messages`` is None).
+    ``offset``: the rows before it have their id as file name and no deadline (VSQS ready
+    messages): ``relpaths`` and ``deadlines`` start at row ``offset``, so a million ready
+    messages cost no second list and no array of NaNs (use :meth:`relpath`, :meth:`deadline_at`).
+    ``ready_sorted``: the ready ids are in text order (so :meth:`index_of` can bisect).
+    ``stamp``: what the backend saw of the listed directories (to skip an unchanged one).
+    """
+
+    __slots__ = ("queue", "ids", "relpaths", "states", "deadlines", "offset", "scan", "objects", "make",
+                 "ready_n", "ready_sorted", "stamp", "listed_at", "partial", "ready_sums", "_cache", "_held_deadlines")
+
+    def __init__(self, queue: str, ids: list[str], relpaths: list[str], states: bytearray, deadlines: array,
+                 scan: QueueScan, *, make: Callable[[MessageColumns, int], Message] | None = None,
+                 objects: list[Message] | None = None, ready_sorted: bool = False, stamp: Any = None,
+                 listed_at: float = 0.0, partial: bool = False, offset: int = 0) -> None:
+        self.queue = queue
+        self.ids = ids
+        self.relpaths = relpaths
+        self.states = states
+        self.deadlines = deadlines
+        self.offset = offset
+        self.scan = scan
+        self.objects = objects
+        self.make = make
+        self.ready_n = states.count(STATE_CODE[READY]) if states else 0
+        self.ready_sorted = ready_sorted
+        self.stamp = stamp
+        #: monotonic time of the last full listing (a relist by difference keeps it)
+        self.listed_at = listed_at
+        #: only the first part of a listing still under way
+        self.partial = partial
+        #: a backend's running sums over the ready ids (VSQS: of their hashes, to relist by difference)
+        self.ready_sums: array | None = None
+        #: Message objects of the rows made lately (the rows on screen), by index
+        self._cache: dict[int, Message] = {}
+        self._held_deadlines: list[float] | None = None  # in-flight deadlines, sorted
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def from_messages(cls, queue: str, messages: Sequence[Message], scan: QueueScan | None = None,
+                      **kwargs: Any) -> MessageColumns:
+        """Columns over Message objects (any store, and filtered views); the objects are kept."""
+        msgs = list(messages)
+        ids = [m.id for m in msgs]
+        relpaths = [m.relpath for m in msgs]
+        codes = STATE_CODE
+        states = bytearray(codes[m.state] for m in msgs)
+        deadlines = array("d", (NO_DEADLINE if m.deadline is None else m.deadline for m in msgs))
+        if scan is None:
+            scan = QueueScan(name=queue, layout=msgs[0].layout if msgs else "", scanned_at=0.0)
+        return cls(queue, ids, relpaths, states, deadlines, scan, objects=msgs, **kwargs)
+
+    @classmethod
+    def empty(cls, queue: str) -> MessageColumns:
+        return cls.from_messages(queue, [])
+
+    # ------------------------------------------------------------------ Sequence[Message]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self.message(i) for i in range(*index.indices(len(self.ids)))]
+        n = len(self.ids)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("message index out of range")
+        return self.message(index)
+
+    def __iter__(self) -> Iterator[Message]:
+        if self.objects is not None:
+            return iter(self.objects)
+        return (self.message(i) for i in range(len(self.ids)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, MessageColumns)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"MessageColumns({self.queue!r}, {len(self)} messages)"
+
+    def message(self, i: int) -> Message:
+        """The Message of row ``i`` (made from the columns, kept while it is drawn often)."""
+        if self.objects is not None:
+            return self.objects[i]
+        msg = self._cache.get(i)
+        if msg is None:
+            if len(self._cache) > 512:
+                self._cache.clear()
+            msg = self._cache[i] = self.make(self, i)  # type: ignore[misc]
+        return msg
+
+    # ------------------------------------------------------------------ columns
+
+    def relpath(self, i: int) -> str:
+        return self.ids[i] if i < self.offset else self.relpaths[i - self.offset]
+
+    def deadline_at(self, i: int) -> float:
+        """Row ``i``'s deadline, NaN when it has none."""
+        return NO_DEADLINE if i < self.offset else self.deadlines[i - self.offset]
+
+    def held_range(self) -> tuple[int, int]:
+        """(start, stop) of the in-flight rows (one run: they follow the ready ones)."""
+        code = STATE_CODE[INFLIGHT]
+        start = self.states.find(code)
+        if start < 0:
+            return 0, 0
+        return start, start + self.states.count(code)
+
+    def expired_since(self, now: float) -> int:
+        """In-flight rows (at listing time) whose deadline has passed by ``now``: a bisection
+        over their sorted deadlines (sorted once per listing), not a pass over the queue."""
+        dls = self._held_deadlines
+        if dls is None:
+            start, stop = self.held_range()
+            dls = self._held_deadlines = sorted(map(self.deadline_at, range(start, stop)))  # type: ignore[assignment]
+        return bisect_right(dls, now)  # type: ignore[arg-type]
+
+    def rows_shown_as(self, state: str, now: float) -> list[int]:
+        """Rows a list shows in ``state`` at ``now``: an in-flight message past its deadline is
+        expired, a delayed one past its delay ready (see the console's ``shown_state``)."""
+        code = STATE_CODE
+        inflight, delayed = code[INFLIGHT], code[DELAYED]
+        want = code[state]
+        out = []
+        for i, c in enumerate(self.states):
+            if c == inflight or c == delayed:
+                late = self.deadline_at(i) <= now  # NaN (no deadline) is never late
+                shown = (EXPIRED if c == inflight else READY) if late else STATES[c]
+                if shown == state:
+                    out.append(i)
+            elif c == want:
+                out.append(i)
+        return out
+
+    def index_of(self, ident: str, near: int = 0) -> int | None:
+        """Row of message id ``ident``: near ``near`` first, then by bisection over the ready
+        rows when they are in text order, else one pass over the ids (in C)."""
+        ids = self.ids
+        lo = max(0, near - 64)
+        for i in range(lo, min(len(ids), near + 64)):
+            if ids[i] == ident:
+                return i
+        if self.ready_sorted and self.ready_n:
+            from bisect import bisect_left
+
+            i = bisect_left(ids, ident, 0, self.ready_n)
+            if i < self.ready_n and ids[i] == ident:
+                return i
+            try:
+                return ids.index(ident, self.ready_n)
+            except ValueError:
+                return None
+        try:
+            return ids.index(ident)
+        except ValueError:
+            return None
+
+    def id_set(self) -> set[str]:
+        return set(self.ids)
+
+    def rows_where(self, keep: Iterable[bool]) -> list[int]:
+        return list(compress(range(len(self.ids)), keep))
+
+    def select(self, rows: Sequence[int]) -> list[Message]:
+        return [self.message(i) for i in rows]
+
+    def with_ids(self, wanted: set[str] | frozenset[str]) -> list[Message]:
+        """The messages whose id is in ``wanted``, in list order."""
+        return self.select(self.rows_where(map(wanted.__contains__, self.ids)))
+
+    def without(self, gone: set[str] | frozenset[str]) -> MessageColumns:
+        """A copy without the messages whose id is in ``gone`` (done by an action)."""
+        if not gone:
+            return self
+        keep = [not x for x in map(gone.__contains__, self.ids)]
+        rows = self.rows_where(keep)
+        ids = [self.ids[i] for i in rows]
+        relpaths = [self.relpath(i) for i in rows]
+        states = bytearray(self.states[i] for i in rows)
+        deadlines = array("d", (self.deadline_at(i) for i in rows))
+        objects = [self.objects[i] for i in rows] if self.objects is not None else None
+        return MessageColumns(self.queue, ids, relpaths, states, deadlines, self.scan, make=self.make,
+                              objects=objects, ready_sorted=self.ready_sorted, stamp=None,
+                              listed_at=self.listed_at)
