@@ -187,34 +187,48 @@ def file_uri(path: str) -> str:
     return "file://" + os.path.abspath(path)
 
 
+def _buckets(spark: Any) -> int:
+    """Duplicate-counting tasks: one per core (a 16-way split of the hashes at most)."""
+    return max(1, min(16, spark.sparkContext.defaultParallelism))
+
+
 def _partitions(spark: Any) -> int:
     """Read tasks: several per core, so a slow chunk does not leave a core idle at the end."""
     return max(1, spark.sparkContext.defaultParallelism * 4)
 
 
 def write_inventory(
-    spark: Any, root: str, layout: str, queues: Sequence[str], now: float, out_dir: str, counters: Any = None
-) -> list[tuple[str, int]]:
+    spark: Any, root: str, layout: str, queues: Sequence[str], now: float, out_dir: str, counters: Any = None,
+    summarise: inventory.Summarise | None = None,
+) -> list[Any]:
     """List, read and write the inventory as Parquet in ONE Spark job; ``(file, rows)`` per task.
 
     Listing tasks (one per queue, up to the cores) cut each queue into chunk descriptors,
     which an identity partitioner deals over the read tasks (only the descriptors are
     shuffled); each read task turns its chunks into Arrow record batches and writes them as
     its own Parquet file with pyarrow. ``out_dir`` must be on the file system every executor
-    mounts at the same path."""
+    mounts at the same path.
+
+    With ``summarise`` the same job also summarises: each read task counts the rows it read
+    (summary.QueuePartial per queue) and deals its messages' payload hashes (32 bytes each)
+    over ``summarise.buckets`` duplicate tasks by hash, which count the copies; the result is
+    the read tasks' ``("m", file, rows, partials)`` and the buckets' ``("d", duplicates)``."""
     if os.path.isdir(out_dir) and not os.path.islink(out_dir):
         shutil.rmtree(out_dir)  # what Spark's mode("overwrite") did
     os.makedirs(out_dir, exist_ok=True)
     sc = spark.sparkContext
     parts = _partitions(spark)
     specs = [(layout, root, q, float(now)) for q in queues]
-    return (
+    written = (
         sc.parallelize(specs, max(1, min(len(specs), sc.defaultParallelism)))
         .mapPartitions(functools.partial(inventory.keyed_chunks, partitions=parts, counters=counters))
         .partitionBy(parts, _identity)
-        .mapPartitionsWithIndex(functools.partial(inventory.write_partition, out_dir=out_dir, counters=counters))
-        .collect()
+        .mapPartitionsWithIndex(functools.partial(
+            inventory.write_partition, out_dir=out_dir, counters=counters, summarise=summarise))
     )
+    if summarise is not None:
+        written = written.partitionBy(summarise.buckets, _identity).mapPartitions(inventory.count_duplicates)
+    return written.collect()
 
 
 def _identity(key: int) -> int:
@@ -228,8 +242,11 @@ def read_inventory(spark: Any, out_dir: str) -> Any:
 def queue_summaries(
     spark: Any, msgs: Any, queues: Sequence[tuple[str, str]], now: float, threshold: int, redelivery: str | None
 ) -> list[dict[str, Any]]:
-    """Per-queue stats (the shape of summary.empty_stats) from the inventory: ONE action.
+    """Per-queue stats (the shape of summary.empty_stats) from an inventory DataFrame: ONE action.
 
+    The report itself summarises in its inventory job (cheaper than a first SQL query on a
+    fresh JVM); this is the same summary as a Spark SQL query over the Parquet -- for an
+    inventory written earlier, and the tests' independent check of the job's figures.
     One groupBy(queue) computes counts by state, the age histogram, percentiles, bytes,
     errors and the poison list (min_by with k: no window); the duplicate payloads need a
     groupBy(queue, hash) first; both are joined and collected together."""
@@ -367,9 +384,10 @@ def run_report(
 ) -> dict[str, Any]:
     """Run the whole report on ``spark``; writes DIR/messages/, DIR/trends/, DIR/summary.json.
 
-    Two Spark actions: one job lists, reads and writes the inventory; one query computes the
-    summaries (plus one for trends with ``--history``). The driver holds queue names, one row
-    per written Parquet file and one per queue, never the inventory. ``location``: what the
+    ONE Spark job lists, reads, writes the inventory and summarises it (plus one for trends with
+    ``--history``). The driver holds queue names, one record per written Parquet file (with
+    its per-queue partial summaries: counts, the value counts of ages in whole seconds and of
+    sizes, the top poison candidates) and one per hash bucket, never the inventory. ``location``: what the
     executors open when it differs from the ``root`` shown (an RSMQ target's URL with its
     parameters but no password)."""
     import json
@@ -392,6 +410,9 @@ def run_report(
     listed: dict[str, float] = {}
     lock = threading.Lock()
 
+    redelivery = inventory.redelivery_field(layout)
+    parts = _partitions(spark)
+
     def stage_detail(finished: bool = False) -> str:
         q, f, r = (c.value for c in counters)
         if q < n and not finished:
@@ -400,25 +421,36 @@ def run_report(
             if "at" not in listed:
                 listed["at"] = time.monotonic()
                 progress.line(f"listing: {f:,} file(s) in {n} queue(s) · {listed['at'] - started:.1f}s")
+            if (r >= f or finished) and "read" not in listed:
+                listed["read"] = time.monotonic()
+                progress.line(f"reading: {r:,} file(s) read into {parts} Parquet file(s) · {listed['read'] - listed['at']:.1f}s")
+        if "read" in listed:
+            return "summarising: counting duplicate payloads"
         return f"reading: {r:,}/{f:,} file(s)"
 
-    redelivery = inventory.redelivery_field(layout)
-    progress.phase("listing and reading on the executors")
+    progress.phase("listing, reading and summarising on the executors")
     progress.detail(stage_detail)
-    written = write_inventory(spark, location or root, layout, queues, now, messages_dir, counters)
-    stage_detail(finished=True)  # the listing line, if the poll missed the moment
+    spec = inventory.Summarise(float(now), threshold, redelivery, _buckets(spark))
+    out = write_inventory(spark, location or root, layout, queues, now, messages_dir, counters, spec)
+    stage_detail(finished=True)  # the listing and reading lines, if the poll missed the moments
     progress.detail(None)
-    rows = sum(r for _f, r in written)
-    progress.line(
-        f"reading: {counters[2].value:,} file(s) read, {rows:,} inventory row(s) in {len(written)} "
-        f"Parquet file(s) · {time.monotonic() - listed['at']:.1f}s"
-    )
-
-    progress.phase(f"summarising {n} queue(s)")
-    t = time.monotonic()
-    msgs = read_inventory(spark, messages_dir)
-    stats = queue_summaries(spark, msgs, [(q, layout) for q in queues], now, threshold, redelivery)
-    progress.line(f"summarising: {n} queue(s), {sum(s['counts']['total'] for s in stats):,} message(s) · {time.monotonic() - t:.1f}s")
+    partials: dict[str, summary.QueuePartial] = {}
+    dup_parts = []
+    rows = 0
+    for rec in out:
+        if rec[0] == "m":
+            rows += rec[2]
+            for q, part in rec[3].items():
+                if q in partials:
+                    partials[q].merge(part)
+                else:
+                    partials[q] = part
+        else:
+            dup_parts.append(rec[1])
+    stats = summary.stats_from_partials(
+        partials, summary.merge_duplicates(dup_parts), [(q, layout, redelivery) for q in queues], threshold)
+    progress.line(f"summarising: {n} queue(s), {sum(s['counts']['total'] for s in stats):,} message(s), "
+                  f"{rows:,} inventory row(s) · {time.monotonic() - listed['read']:.1f}s")
 
     trends: list[dict[str, Any]] | None = None
     trends_dir = None

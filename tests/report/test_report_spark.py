@@ -55,6 +55,11 @@ def test_ddmq_report_equals_scan_python_pass_and_hand_values(spark, tmp_path):
         for key in want:
             assert (key, got[key]) == (key, want[key])
     assert doc["queues"] == expected
+    # the job summarised on the executors (partials + hash buckets); a Spark SQL query over
+    # the Parquet it wrote gives the same figures
+    sql = spark_job.queue_summaries(spark, spark_job.read_inventory(spark, os.path.join(out, "messages")),
+                                    [(n, handle.layout) for n in names], now, 3, "requeue_counter")
+    assert sql == expected
     # and the counts equal the core scan's (what `stats` prints)
     scan = {q.name: q for q in handle.scan(now=now).queues}
     for q in doc["queues"]:
@@ -104,8 +109,8 @@ def test_cli_report_on_a_vsqs_root_writes_summary_and_parquet(spark, tmp_path):
     # progress on stderr: one line per stage, with its counts
     err = result.stderr
     assert "listing: 6 file(s) in 2 queue(s)" in err, err
-    assert "reading: 6 file(s) read, 6 inventory row(s)" in err, err
-    assert "summarising: 2 queue(s), 5 message(s)" in err, err
+    assert "reading: 6 file(s) read into " in err, err
+    assert "summarising: 2 queue(s), 5 message(s), 6 inventory row(s)" in err, err
     doc = json.load(open(os.path.join(out, "summary.json")))
     assert doc["poison_threshold"] == 2
     scan = {q.name: q for q in Root(str(tmp_path / "vs")).scan().queues}
