@@ -180,9 +180,9 @@ def main() -> None:
         job = r["inventory"] + r["summaries"]
         print(f"spark {r['version']} {r['master']} (parallelism {r['parallelism']}):")
         print(f"  session start           {r['session']:7.2f}s")
-        print(f"  inventory (1 job)       {r['inventory']:7.2f}s  {r['rows']} rows in {r['files']} Parquet files"
+        print(f"  listing + reading      {r['inventory']:7.2f}s  {r['rows']} rows in {r['files']} Parquet files"
               f" (listing done at {r['listing']:.2f}s)")
-        print(f"  summaries (1 query)     {r['summaries']:7.2f}s")
+        print(f"  summaries (in the job)  {r['summaries']:7.2f}s")
         print(f"  inventory + summaries   {job:7.2f}s  = {job / warm:.2f}x python warm")
         print(f"  whole, session included {job + r['session']:7.2f}s  = {(job + r['session']) / warm:.2f}x python warm")
         jvm = f"{r['jvm_peak_mb']:.0f} MB" if r["jvm_peak_mb"] else "?"
