@@ -97,26 +97,35 @@ class _Clock:
 
 def child_spark(root_dir: str, now: float, master: str, out: str, work: str) -> None:
     """The report exactly as `qconsole report` runs it (run_report), timed per stage."""
+    master, _slash, how = master.partition("/")
+    no_spool = how == "executors"  # list on the executors (as on a cluster), not beside the session
     from qconsole.report import spark_job
 
     root = Root(root_dir)
     names, errors = root.queue_names()
+    from qconsole.report import spool
+
+    report_dir = os.path.join(work, "out-" + master.replace("[", "").replace("]", "").replace("*", "all"))
     t = time.perf_counter()
+    listing = None
+    if spark_job.is_local(master) and root.layout in spool.STORES and not no_spool:
+        listing = spool.SpoolListing(root.layout, root.path, names, now, report_dir)  # as the CLI does
     spark, _created = spark_job.start_session(master)
     session = time.perf_counter() - t
     sc = spark.sparkContext
     jvm_pid = int(spark._jvm.ProcessHandle.current().pid())
-    report_dir = os.path.join(work, "out-" + master.replace("[", "").replace("]", "").replace("*", "all"))
     clock = _Clock()
     doc = spark_job.run_report(spark, root=root.path, layout=root.layout, queues=names, root_errors=errors,
-                               out_dir=report_dir, now=now, progress=clock)
+                               out_dir=report_dir, now=now, progress=clock, listing=listing)
+    # the listing helper (waited for by now; the JVM is still running): its peak RSS
+    helper_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if listing is not None else None
     files = [f for f in os.listdir(os.path.join(report_dir, "messages")) if f.endswith(".parquet")]
     result = {
-        "master": sc.master, "parallelism": sc.defaultParallelism, "version": spark.version,
+        "master": sc.master + ("" if listing is not None else " (listing on the executors)"), "parallelism": sc.defaultParallelism, "version": spark.version,
         "session": session, "listing": clock.at["listing"], "inventory": clock.at["reading"],
         "summaries": clock.at["summarising"] - clock.at["reading"],
         "files": len(files), "rows": doc["totals"]["total"] + doc["totals"]["foreign"],
-        "driver_rss_mb": _peak_rss_mb(), "jvm_peak_mb": _jvm_peak_mb(jvm_pid), "stats": doc["queues"],
+        "driver_rss_mb": _peak_rss_mb(), "jvm_peak_mb": _jvm_peak_mb(jvm_pid), "helper_mb": helper_mb, "stats": doc["queues"],
     }
     spark.stop()
     shutil.rmtree(report_dir, ignore_errors=True)
@@ -186,7 +195,8 @@ def main() -> None:
         print(f"  inventory + summaries   {job:7.2f}s  = {job / warm:.2f}x python warm")
         print(f"  whole, session included {job + r['session']:7.2f}s  = {(job + r['session']) / warm:.2f}x python warm")
         jvm = f"{r['jvm_peak_mb']:.0f} MB" if r["jvm_peak_mb"] else "?"
-        print(f"  peak RSS: driver (Python) {r['driver_rss_mb']:.0f} MB, JVM {jvm}")
+        helper = f", listing helper {r['helper_mb']:.0f} MB" if r.get("helper_mb") else ""
+        print(f"  peak RSS: driver (Python) {r['driver_rss_mb']:.0f} MB, JVM {jvm}{helper}")
     if len(runs) == 2:
         a, b = runs
         ja, jb = a["inventory"] + a["summaries"], b["inventory"] + b["summaries"]
