@@ -24,6 +24,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,19 +53,19 @@ def _jvm_peak_mb(pid: int) -> float | None:
     return None
 
 
-def child_python(root_dir: str, now: float, out: str) -> None:
+def child_python(root_dir: str, now: float, out: str, runs: int = 2) -> None:
     root = Root(root_dir)
     names, _errors = root.queue_names()
     redelivery = inventory.redelivery_field(root.layout)
     times = []
-    for _ in range(2):
+    for _ in range(runs):
         t = time.perf_counter()
         chunks = inventory.scan_root_columns(root.layout, root.path, names, now)
         stats = summary.queue_stats_columns(chunks, [(q, root.layout, redelivery) for q in names], now,
                                             summary.DEFAULT_POISON_THRESHOLD)
         times.append(time.perf_counter() - t)
     with open(out, "w") as fh:
-        json.dump({"first": times[0], "warm": times[1], "rss_mb": _peak_rss_mb(), "stats": stats}, fh)
+        json.dump({"first": times[0], "warm": times[-1], "rss_mb": _peak_rss_mb(), "stats": stats}, fh)
 
 
 class _Clock:
@@ -154,6 +155,8 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=100_000)
     ap.add_argument("--masters", default="local[2]", help="comma-separated; e.g. local[2],local[1] for the scaling")
     ap.add_argument("--keep", help="build the root in DIR/root (or reuse it) and keep it")
+    ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds (Python pass, then each master); medians")
+    ap.add_argument("--python-runs", type=int, default=2, help="Python passes (the last one is the baseline); 1 for a root the page cache cannot hold")
     ap.add_argument("--child", choices=("python", "spark"), help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
     ap.add_argument("--now", type=float, help=argparse.SUPPRESS)
@@ -161,7 +164,7 @@ def main() -> None:
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child == "python":
-        return child_python(args.root, args.now, args.out)
+        return child_python(args.root, args.now, args.out, args.python_runs)
     if args.child == "spark":
         return child_spark(args.root, args.now, args.master, args.out, os.path.dirname(args.root))
 
@@ -175,33 +178,52 @@ def main() -> None:
         print(f"built {args.messages} messages in {time.perf_counter() - t:.1f}s: {root_dir}")
     now = time.time()
     common = ["--root", root_dir, "--now", repr(now)]
-    load_before = _load()
-    py = _child(["--child", "python", *common])
-    runs = [_child(["--child", "spark", *common, "--master", m]) for m in args.masters.split(",")]
-    load_after = _load()
+    masters = args.masters.split(",")
+    loads = [_load()]
+    pys: list[dict] = []
+    runs: dict[str, list[dict]] = {m: [] for m in masters}
+    for rnd in range(args.rounds):  # interleaved: each round runs the Python pass and every master
+        pys.append(_child(["--child", "python", *common, "--python-runs", str(args.python_runs)]))
+        for m in masters:
+            runs[m].append(_child(["--child", "spark", *common, "--master", m]))
+        loads.append(_load())
+        print(f"round {rnd + 1}/{args.rounds} done, load average {loads[-1]}", flush=True)
 
+    med = statistics.median
+    py = pys[0]
     total = sum(s["counts"]["total"] for s in py["stats"])
-    print(f"root: {total} messages in {len(py['stats'])} queues; {os.cpu_count()} CPUs; load average {load_before} before, {load_after} after")
-    print(f"pure Python, one process: first {py['first']:.2f}s, warm {py['warm']:.2f}s, peak RSS {py['rss_mb']:.0f} MB")
-    warm = py["warm"]
-    for r in runs:
-        assert r["stats"] == py["stats"], f"Spark ({r['master']}) and Python summaries differ"
-        job = r["inventory"] + r["summaries"]
-        print(f"spark {r['version']} {r['master']} (parallelism {r['parallelism']}):")
-        print(f"  session start           {r['session']:7.2f}s")
-        print(f"  listing + reading      {r['inventory']:7.2f}s  {r['rows']} rows in {r['files']} Parquet files"
-              f" (listing done at {r['listing']:.2f}s)")
-        print(f"  summaries (in the job)  {r['summaries']:7.2f}s")
-        print(f"  inventory + summaries   {job:7.2f}s  = {job / warm:.2f}x python warm")
-        print(f"  whole, session included {job + r['session']:7.2f}s  = {(job + r['session']) / warm:.2f}x python warm")
-        jvm = f"{r['jvm_peak_mb']:.0f} MB" if r["jvm_peak_mb"] else "?"
-        helper = f", listing helper {r['helper_mb']:.0f} MB" if r.get("helper_mb") else ""
-        print(f"  peak RSS: driver (Python) {r['driver_rss_mb']:.0f} MB, JVM {jvm}{helper}")
-    if len(runs) == 2:
-        a, b = runs
-        ja, jb = a["inventory"] + a["summaries"], b["inventory"] + b["summaries"]
-        print(f"scaling {b['master']} -> {a['master']}: {jb / ja:.2f}x (inventory + summaries), "
-              f"{(jb + b['session']) / (ja + a['session']):.2f}x with the session")
+    print(f"root: {total} messages in {len(py['stats'])} queues; {os.cpu_count()} CPUs; "
+          f"load average {' | '.join(loads)} (before, after each round)")
+    warms = [p["warm"] for p in pys]
+    warm = med(warms)
+    print(f"pure Python, one process: first {med(p['first'] for p in pys):.2f}s, warm {warm:.2f}s "
+          f"(median of {len(pys)}: {', '.join(f'{w:.2f}' for w in warms)}), peak RSS {max(p['rss_mb'] for p in pys):.0f} MB")
+    wholes: dict[str, float] = {}
+    for m in masters:
+        rs = runs[m]
+        for r in rs:
+            assert r["stats"] == py["stats"], f"Spark ({r['master']}) and Python summaries differ"
+        job = [r["inventory"] + r["summaries"] for r in rs]
+        whole = [j + r["session"] for j, r in zip(job, rs)]
+        wholes[m] = med(whole)
+        r0 = rs[0]
+        print(f"spark {r0['version']} {r0['master']} (parallelism {r0['parallelism']}), medians of {len(rs)}:")
+        print(f"  session start           {med(r['session'] for r in rs):7.2f}s")
+        print(f"  listing + reading       {med(r['inventory'] for r in rs):7.2f}s  {r0['rows']} rows in {r0['files']} Parquet files"
+              f" (listing done at {med(r['listing'] for r in rs):.2f}s)")
+        print(f"  summaries (in the job)  {med(r['summaries'] for r in rs):7.2f}s")
+        print(f"  inventory + summaries   {med(job):7.2f}s  = {med(job) / warm:.2f}x python warm")
+        print(f"  whole, session included {med(whole):7.2f}s  = {med(whole) / warm:.2f}x python warm"
+              f"  (per round: {', '.join(f'{w / p:.2f}x' for w, p in zip(whole, warms))})")
+        jvm = max((r["jvm_peak_mb"] or 0) for r in rs)
+        helper = f", listing helper {max(r['helper_mb'] for r in rs):.0f} MB" if r0.get("helper_mb") else ""
+        print(f"  peak RSS: driver (Python) {max(r['driver_rss_mb'] for r in rs):.0f} MB, JVM {jvm:.0f} MB{helper}")
+    if len(masters) >= 2:
+        a, b = masters[0], masters[1]
+        ja = [r["inventory"] + r["summaries"] for r in runs[a]]
+        jb = [r["inventory"] + r["summaries"] for r in runs[b]]
+        print(f"scaling {b} -> {a}: {med(jb) / med(ja):.2f}x (inventory + summaries), "
+              f"{wholes[b] / wholes[a]:.2f}x with the session")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 
