@@ -25,10 +25,14 @@ FORMATS = (*MACHINE_FORMATS, "table")
 def render_machine(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> str:
     """A RootScan as the stats JSON document (schema ``qconsole.stats/<schema>``) or Prometheus text."""
     if fmt == "json":
+        if pretty:
+            from .output.stats_json import render_pretty
+
+            return render_pretty(scan, schema) + "\n"
         from .output.jsontext import dumps
         from .output.stats_json import stats_document
 
-        return dumps(stats_document(scan, schema), pretty=pretty) + "\n"
+        return dumps(stats_document(scan, schema), pretty=False) + "\n"
     from .output import prometheus
 
     return prometheus.render(scan)

@@ -58,8 +58,9 @@ def queue_doc(q: QueueScan, now: float, version: int = 2) -> dict[str, Any]:
     return doc
 
 
-def stats_document(scan: RootScan, version: int = 2) -> dict[str, Any]:
-    """The document of schema ``qconsole.stats/<version>`` (2, or 1 for existing scripts)."""
+def stats_document(scan: RootScan, version: int = 2, *, with_queues: bool = True) -> dict[str, Any]:
+    """The document of schema ``qconsole.stats/<version>`` (2, or 1 for existing scripts);
+    ``with_queues=False`` leaves ``queues`` empty (for :func:`render_pretty`)."""
     now = scan.generated_at
     totals = scan.totals()
     if version < 2:
@@ -71,7 +72,72 @@ def stats_document(scan: RootScan, version: int = 2) -> dict[str, Any]:
         "layout": scan.layout,
         "generated_at": iso_utc(now),
         "scan_duration_s": round(scan.duration_s, 4),
-        "queues": [queue_doc(q, now, version) for q in scan.queues],
+        "queues": [queue_doc(q, now, version) for q in scan.queues] if with_queues else [],
         "totals": {"queues": len(scan.queues), **totals},
         "errors": list(scan.errors),
     }
+
+
+def render_pretty(scan: RootScan, version: int = 2) -> str:
+    """``dumps(stats_document(scan, version), pretty=True)``, byte for byte, with each queue's
+    part written straight from its scan: a root of 2,000 queues is otherwise ~20 µs of dict
+    building and generic encoding per queue, as long as listing it. A test checks equality."""
+    from .jsontext import _Fallback, _emit, _float, _string, dumps_pretty
+
+    doc = stats_document(scan, version, with_queues=False)
+    text = dumps_pretty(doc)
+    if not scan.queues:
+        return text
+    now = scan.generated_at
+    states = _states(version)
+    head = "".join(f',\n      "{s}": %d' for s in states)
+    template = '{\n      "name": %s,\n      "layout": %s' + head + ',\n      "total": %d,\n      "oldest_ready_age_s": %s,\n      "next_expiry_s": %s'
+
+    def sub(value: Any, pad: str = "\n      ") -> str:
+        out: list[str] = []
+        _emit(value, out, pad)
+        return "".join(out)
+
+    triple = ("ready", "inflight", "expired")  # ddmq's figures per priority
+    triple_text = ": {" + ",".join(f'\n          "{k}": %d' for k in triple) + "\n        }"
+
+    def priorities(by: dict[str, dict[str, int]]) -> str:
+        """ddmq's ``{priority: {state: count}}``, the usual shape written directly."""
+        parts = []
+        for prio, figures in by.items():
+            if type(prio) is str and type(figures) is dict and tuple(figures) == triple:
+                values = tuple(figures.values())
+                if set(map(type, values)) == {int}:
+                    parts.append(_string(prio) + triple_text % values)
+                    continue
+            if type(prio) is not str or type(figures) is not dict or not figures \
+                    or any(type(k) is not str or type(v) is not int for k, v in figures.items()):
+                return sub(by)
+            inner = ",\n          ".join([_string(k) + ": " + int.__repr__(v) for k, v in figures.items()])
+            parts.append(_string(prio) + ": {\n          " + inner + "\n        }")
+        return "{\n        " + ",\n        ".join(parts) + "\n      }" if parts else "{}"
+
+    def one(q: QueueScan) -> str:
+        counts = q.counts
+        values = [counts[s] for s in states]
+        total = q.total if version >= 2 else sum(counts[s] for s in states if s != "foreign")
+        if type(q.name) is not str or type(q.layout) is not str or set(map(type, values)) - {int} \
+                or type(total) is not int:
+            return sub(queue_doc(q, now, version), "\n    ")  # unusual values: the generic writer decides
+        age, expiry = _round(q.oldest_ready_age(now)), _round(q.next_expiry_in(now))
+        text = template % (_string(q.name), _string(q.layout), *values, total,
+                           "null" if age is None else _float(age), "null" if expiry is None else _float(expiry))
+        if q.by_priority is not None:
+            text += ',\n      "by_priority": ' + priorities(q.by_priority)
+        if q.extras is not None and version >= 2:
+            text += ",\n      " + _string(q.layout) + ": " + sub(dict(q.extras))
+        text += (',\n      "warnings": ' + sub(list(q.warnings))) if q.warnings else ',\n      "warnings": []'
+        text += (',\n      "errors": ' + sub(list(q.errors))) if q.errors else ',\n      "errors": []'
+        return text + "\n    }"
+
+    try:
+        parts = list(map(one, scan.queues))
+    except (_Fallback, RecursionError):  # a value the fast writer does not know: the standard answer
+        return dumps_pretty(stats_document(scan, version))
+    # `"queues": []` at two spaces of indent can only be the top-level key (JSON strings hold no newline)
+    return text.replace('\n  "queues": []', '\n  "queues": [\n    ' + ",\n    ".join(parts) + "\n  ]", 1)

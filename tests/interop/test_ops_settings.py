@@ -309,7 +309,7 @@ def test_saves_stick_while_a_real_ddmq_client_keeps_cleaning(ddmq_root):
         while len(rewrites) < 5:
             time.sleep(0.005)
         for i in range(10):
-            saved = settings_write.save(root, "jobs", {"priority": 100 + i}, settle=0.02, attempts=20)
+            saved = settings_write.save(root, "jobs", {"priority": 100 + i}, settle=0.1, attempts=30)
             assert saved.written["priority"] == 100 + i
             assert load(qfile(root))["priority"] == 100 + i
     finally:

@@ -37,3 +37,55 @@ def test_what_it_does_not_know_gets_the_standard_answer():
         except TypeError as err:
             got = type(err)
         assert got == want
+
+
+# The stats document's own writer (stats_json.render_pretty) against the generic path, for
+# scans of every shape a backend produces: odd names, None/float figures, priorities,
+# RSMQ extras, warnings and errors, and values the fast writer must hand back.
+from qconsole.model import QueueScan, RootScan  # noqa: E402
+from qconsole.output.stats_json import render_pretty, stats_document  # noqa: E402
+from qconsole.states import STATES  # noqa: E402
+
+small = st.integers(min_value=0, max_value=10**12)
+maybe_time = st.one_of(st.none(), st.floats(min_value=0, max_value=4e9, allow_nan=False))
+lines = st.lists(st.text(max_size=12), max_size=3)
+
+
+@st.composite
+def queue_scans(draw):
+    q = QueueScan(draw(st.text(max_size=12)), draw(st.sampled_from(["vsqs", "ddmq", "rsmq"])), 1.7e9)
+    q.counts.update({s: draw(small) for s in STATES})
+    q.oldest_ready_created = draw(maybe_time)
+    q.next_deadline = draw(maybe_time)
+    q.by_priority = draw(st.one_of(st.none(), st.dictionaries(st.text(max_size=4), st.dictionaries(
+        st.sampled_from(["ready", "inflight", "expired"]), small, max_size=3), max_size=3)))
+    q.extras = draw(st.one_of(st.none(), st.dictionaries(st.text(max_size=6), scalars, max_size=4)))
+    q.warnings = draw(lines)
+    q.errors = draw(lines)
+    return q
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(queue_scans(), max_size=5), st.sampled_from([1, 2]), st.text(max_size=10), lines)
+def test_stats_writer_equals_the_generic_document(queues, version, root, errors):
+    scan = RootScan(root, "vsqs", 1.7e9 + 0.25, 0.0123, queues, errors)
+    assert render_pretty(scan, version) == dumps_pretty(stats_document(scan, version))
+
+
+def test_stats_writer_hands_odd_values_to_the_generic_writer():
+    q = QueueScan("q", "vsqs", 1.7e9)
+    q.counts["ready"] = True  # not an int: the generic writer says `true`, as json does
+    q.extras = {"x": object()}
+    scan = RootScan("/r", "vsqs", 1.7e9, 0.1, [q, QueueScan("p", "vsqs", 1.7e9)])
+    q.extras = None
+    assert render_pretty(scan) == json.dumps(stats_document(scan), indent=2, ensure_ascii=True)
+    q.extras = {"x": {1, 2}}  # json cannot write a set: the same error either way
+    try:
+        want = json.dumps(stats_document(scan), indent=2, ensure_ascii=True)
+    except TypeError as err:
+        want = type(err)
+    try:
+        got = render_pretty(scan)
+    except TypeError as err:
+        got = type(err)
+    assert got == want

@@ -150,3 +150,66 @@ def test_vsqs_streamed_count_handles_a_consume_during_the_listing(tmp_path, monk
     assert [_fields(s) for s in streamed] == [_fields(s) for s in exact]
     assert streamed[0].counts["ready"] == 3 and streamed[1].counts["ready"] == 2  # the FIFO: foreign when typed
     assert streamed[0].counts["inflight"] == 1 and streamed[0].counts["expired"] == 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(vsqs_name, max_size=12, unique=True), min_size=1, max_size=6),
+       st.sampled_from(["1700000000000000", "1700000000000", "17000000000000000000"]))
+def test_vsqs_count_many_equals_scan_queue_per_queue(queues, base):
+    """The short way for plain small queues gives what the exact per-queue scan gives, for any mix:
+    plain ready/held queues (in µs, ms or ns), empty ones, and ones with anything unusual."""
+    root = tempfile.mkdtemp(prefix="qc-many-")
+    try:
+        names = []
+        for qi, listing in enumerate(queues):
+            name = f"q{qi}"
+            names.append(name)
+            os.makedirs(os.path.join(root, name))
+            if qi % 2:  # every other queue plain: ids of one width, some held
+                listing = [str(int(base) + i) if i % 3 else f"{int(base) + i}.{int(base) + 10**6 * i}"
+                           for i in range(len(listing))]
+            for n in listing:
+                open(os.path.join(root, name, n), "w").close()
+        many = vsqs.count_many(root, names, NOW)
+        one = [vsqs.scan_queue(root, n, NOW) for n in names]
+    finally:
+        shutil.rmtree(root)
+    assert many == one
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(waiting_name, junk.filter(lambda n: "\n" not in n and n not in ("work", "ddmq.yaml"))),
+                max_size=20, unique=True),
+       st.lists(work_name, max_size=8, unique=True),
+       st.lists(uid, max_size=3, unique=True))
+def test_ddmq_streamed_count_equals_exact(monkeypatch, waiting, work, shared):
+    """A big queue directory counted from its listing in chunks (ids as hashes) gives what the
+    whole listing gives, with ids also in work/ (a consume during the listing); an id in two
+    waiting files counts twice there (as ddmq would deliver both), once on the exact path."""
+    waiting = list(dict.fromkeys(waiting + [f"9.{i}.ddmq{u}" for i, u in enumerate(shared)]
+                                 + [f"1.1700000000{i}.ddmq{u}" for i, u in enumerate(shared[:1])]))
+    work = list(dict.fromkeys(work + [f"1700000100.9.{i}.ddmq{u}" for i, u in enumerate(shared[1:2])]))
+    root = _on_disk(waiting, ddmq_layout=True)
+    for n in work:
+        open(os.path.join(root, "q", "work", n), "w").close()
+    try:
+        exact = [ddmq.scan_queue(root, "q", NOW, check_types=t) for t in (False, True)]
+        with monkeypatch.context() as m:
+            m.setattr(ddmq, "STREAM_BYTES", 0)
+            m.setattr(fs_listing_mod, "STREAM_CHUNK", 3)
+            streamed = [ddmq.scan_queue(root, "q", NOW, check_types=t) for t in (False, True)]
+    finally:
+        shutil.rmtree(root)
+    held_list = [ddmq.parse_work(n)[-1] for n in work if ddmq.parse_work(n)]
+    held = set(held_list)
+    uids = [ddmq.parse_waiting(n)[-1] for n in waiting if ddmq.parse_waiting(n)]
+    extra = len([u for u in uids if u not in held]) - len({u for u in uids if u not in held})
+    if len(held) != len(held_list):
+        extra = 0  # an id twice in work/: the whole queue is counted the exact way
+    for got, want in zip(streamed, exact):
+        if extra:
+            assert got.counts["ready"] == want.counts["ready"] + extra
+            got.counts["ready"] = want.counts["ready"]
+            got.by_priority = want.by_priority  # (the copy's priority holds one more)
+            got.oldest_ready_created = want.oldest_ready_created  # (the exact path kept one of the two)
+        assert _fields(got) == _fields(want)

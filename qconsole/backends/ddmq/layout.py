@@ -19,19 +19,21 @@ from ...model import Message, MessageColumns, QueueScan
 from ...states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 from ...timeunits import ddmq_created
 from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
-from ..fs.detect import DDMQ_CONFIG
+from ..fs.detect import DDMQ_CONFIG, DDMQ_WORK, is_ddmq_queue_dir as is_queue_dir
 from ..fs.listing import (
-    QC_TEMP_PREFIX, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, names_only, os_error_line,
+    QC_TEMP_PREFIX, STREAM_BYTES, ErrorList, gc_paused, is_ascii_digits, list_entries, listing, listing_chunks,
+    names_only, os_error_line,
 )
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 CONFIG = DDMQ_CONFIG
 #: ddmq ids are uuid4 hex (32); longer ones are nobody's
 MAX_UID = 64
-WORK = "work"
+WORK = DDMQ_WORK
 #: names ddmq itself leaves in a queue directory besides messages
 _QUEUE_FILES = frozenset({CONFIG, CONFIG + ".intermediate", CONFIG + ".example", WORK})
 
@@ -88,13 +90,6 @@ def is_expired(deadline_s: int, now: float) -> bool:
     return deadline_s < int(now)
 
 
-def is_queue_dir(path: str) -> bool:
-    """ddmq's own check_dir(): a ``ddmq.yaml`` file and a ``work`` directory -- a real one:
-    a ``work`` that is a symlink is never followed, so that queue is not one here."""
-    return os.path.isfile(os.path.join(path, CONFIG)) and os.path.isdir(os.path.join(path, WORK)) \
-        and not os.path.islink(os.path.join(path, WORK))
-
-
 def list_queue_names(root: str) -> tuple[list[str], list[str]]:
     names: list[str] = []
     errors: list[str] = []
@@ -126,7 +121,7 @@ _WAITING_LINES = re.compile(rf"\n{_N}\.{_N}\.ddmq{_U}(?=\n)")
 _WORK_LINES = re.compile(rf"\n{_D}\.{_N}\.{_N}\.ddmq{_U}(?=\n)")
 _GROUPS = methodcaller("groups")
 _STRING = attrgetter("string")
-_FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
+_FIRST, _SECOND, _THIRD, _FOURTH = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
 _NO_NAMES: frozenset[str] = frozenset()
 
 
@@ -196,81 +191,110 @@ def listing_dirs(root: str, name: str) -> list[str]:
 
 @gc_paused
 def scan_queue(
-    root: str, name: str, now: float | None = None, *, collect: bool | str = False, check_types: bool = False
+    root: str, name: str, now: float | None = None, *, collect: bool | str = False, check_types: bool = False,
+    beside: bool = False, stream: bool = True,
 ) -> QueueScan:
     """Count one ddmq queue from two directory listings (queue dir and work/).
 
     Names alone, as in :func:`..vsqs.scan_queue`; ``check_types`` (implied by ``collect``)
-    also flags non-regular entries named like messages. ``collect="columns"`` (the report's
-    listing) fills ``messages`` with :class:`~qconsole.model.MessageColumns` instead: the
-    same messages as columns, the ready ones in no particular order (no sort, no object per
-    message).
+    also flags non-regular entries named like messages. A big directory is counted from its
+    listing in chunks (:func:`_summarize_waiting`, :func:`_summarize_work`), parsed in a
+    forked process when ``beside`` (single-threaded callers only); ``stream=False`` holds
+    whole listings. ``collect="columns"`` (the report's listing) fills ``messages`` with
+    :class:`~qconsole.model.MessageColumns` instead: the same messages as columns, the ready
+    ones in no particular order (no sort, no object per message).
     """
     now = time.time() if now is None else now
     scan = QueueScan(name=name, layout=DDMQ, scanned_at=now)
     errors = ErrorList()
     qdir = os.path.join(root, name)
     typed = collect or check_types
+    stream = stream and not collect
+    streamed = None  # the queue directory's summary, when it was streamed
+    names: list[str] = []
+    irregular: frozenset[str] | set[str] = frozenset()
     try:
-        names, irregular = listing(qdir) if typed else names_only(qdir, subdirs=1)  # work/
+        st = os.stat(qdir)  # the size picks streaming; the link count catches sub-directories besides work/
+        if stream and st.st_size >= STREAM_BYTES:
+            streamed = _stream(_summarize_waiting, qdir, typed or st.st_nlink != 3, beside)
+        elif typed:
+            names, irregular = listing(qdir)
+        else:
+            names, irregular = names_only(qdir, subdirs=1, nlink=st.st_nlink)  # work/
     except OSError as err:
         scan.errors.append(os_error_line(err, name))
         return scan
-    wgroups, rest = _bulk_parse(_WAITING_RE, _WAITING_LINES, names, irregular, _QUEUE_FILES)
-    temp, foreign = _leftovers(rest, irregular, parse_waiting, "", "matches ddmq's *.ddmq* glob but is not a "
-                               "message name", errors, skip=_QUEUE_FILES)
     hgroups: list[tuple[str, ...]] = []  # (deadline, prio, qn, uid)
-    try:
+    wstreamed = None
+    wrest: list[str] = []
+    wirregular: frozenset[str] | set[str] = frozenset()
+    werror = None
+    try:  # listed right after the queue directory, parsed first (its ids decide the queue's)
         wdir = os.path.join(qdir, WORK)
-        wnames, wirregular = listing(wdir) if typed else names_only(wdir)
+        wst = os.stat(wdir) if stream else None
+        if wst is not None and wst.st_size >= STREAM_BYTES:
+            wstreamed = _stream(_summarize_work, wdir, typed or wst.st_nlink != 2, beside, now)
+        else:
+            wnames, wirregular = listing(wdir) if typed else names_only(wdir, nlink=wst and wst.st_nlink)
+            hgroups, wrest = _bulk_parse(_WORK_RE, _WORK_LINES, wnames, wirregular)
+            del wnames
     except OSError as err:
-        errors.add(os_error_line(err, f"{name}/{WORK}"))
-    else:
-        hgroups, wrest = _bulk_parse(_WORK_RE, _WORK_LINES, wnames, wirregular)
-        wtemp, wforeign = _leftovers(wrest, wirregular, parse_work, f"{WORK}/",
-                                     "not a work file name; ddmq's clean() will fail on it", errors)
-        temp += wtemp
-        foreign += wforeign
+        werror = os_error_line(err, f"{name}/{WORK}")
 
     # Two listings can see one message in both places while a consumer renames it: the
     # consumed copy (work/) wins, since consume is the rename in flight far more often.
-    held_uids = set(map(itemgetter(3), hgroups))
-    if len(held_uids) != len(hgroups):  # one id twice in work/: keep one, as a dict would
-        hgroups = list({g[3]: g for g in hgroups}.values())
-    uids = set(map(itemgetter(2), wgroups))
-    if len(uids) != len(wgroups) or not uids.isdisjoint(held_uids):
-        latest = {g[2]: g for g in wgroups}  # one entry per id, as a listing twice would give
-        wgroups = [g for uid, g in latest.items() if uid not in held_uids]
+    if wstreamed is not None:
+        held_by, nearest, held_hash_bytes, wtemp, wforeign, wlines, wdropped = wstreamed
+        if held_hash_bytes is None:  # one id twice in work/: the exact way, from the start
+            return scan_queue(root, name, now, check_types=check_types, stream=False)
+        held = _hash_set(held_hash_bytes)
+    else:
+        if len(set(map(_FOURTH, hgroups))) != len(hgroups):  # one id twice in work/: keep one, as a dict would
+            hgroups = list({g[3]: g for g in hgroups}.values())
+        held = set(map(hash, map(_FOURTH, hgroups)))
+        held_by, nearest = _held_figures(hgroups, now)
+    if streamed is not None:
+        summary = _settle_waiting(streamed, held, errors)
+        if summary is None:  # something the chunked count cannot settle: the exact way, from the start
+            return scan_queue(root, name, now, check_types=check_types, stream=False)
+        ready_by_prio, n_ready, oldest, (temp, foreign) = summary
+        wgroups: list[tuple[str, ...]] = []
+    else:
+        wgroups, rest = _bulk_parse(_WAITING_RE, _WAITING_LINES, names, irregular, _QUEUE_FILES)
+        del names
+        uids = set(map(_THIRD, wgroups))
+        if len(uids) != len(wgroups) or not held.isdisjoint(map(hash, uids)):
+            latest = {g[2]: g for g in wgroups}  # one entry per id, as a listing twice would give
+            wgroups = [g for uid, g in latest.items() if hash(uid) not in held]
+        ready_by_prio = Counter(map(_FIRST, wgroups))
+        n_ready, oldest = len(wgroups), _oldest_qn(list(map(_SECOND, wgroups)))
+        temp, foreign = _leftovers(rest, irregular, parse_waiting, "", _WAITING_NOTE, errors, skip=_QUEUE_FILES)
+    if werror:
+        errors.add(werror)
+    if wstreamed is not None:
+        _merge_errors(errors, wlines, wdropped)
+    else:
+        wtemp, wforeign = _leftovers(wrest, wirregular, parse_work, f"{WORK}/", _WORK_NOTE, errors)
+    temp += wtemp
+    foreign += wforeign
 
     counts = scan.counts
-    counts[READY] = len(wgroups)
+    counts[READY] = n_ready
     counts[WRITING] = temp
     counts[FOREIGN] = foreign
     by_prio: dict[str, dict[str, int]] = {}
-    for prio, n in Counter(map(itemgetter(0), wgroups)).items():
+    for prio, n in ready_by_prio.items():
         by_prio[prio] = {READY: n, INFLIGHT: 0, EXPIRED: 0}
-    if wgroups:
-        # same 10 digits of seconds first, then the fraction: text order is time order
-        oldest = min(map(_SECOND, wgroups))
-        if len(oldest) < 10:  # not a time-based queue number: only those that are count
-            qns = [qn for qn in map(_SECOND, wgroups) if len(qn) >= 10]
-            oldest = min(qns) if qns else None
+    if n_ready:
         scan.oldest_ready_created = ddmq_created(oldest) if oldest else None
-    # expired: deadline < int(now) (ddmq's clean()); as numbers, so any digit width works
-    cutoff = int(now)
-    deadlines = list(map(int, map(itemgetter(0), hgroups)))
-    live = list(map(cutoff.__le__, deadlines))
-    for (prio, alive), n in Counter(zip(map(itemgetter(1), hgroups), live)).items():
+    for (prio, alive), n in held_by.items():
         slot = by_prio.get(prio)
         if slot is None:
             slot = by_prio[prio] = {READY: 0, INFLIGHT: 0, EXPIRED: 0}
         slot[INFLIGHT if alive else EXPIRED] += n
-    counts[INFLIGHT] = sum(live)
-    counts[EXPIRED] = len(live) - counts[INFLIGHT]
-    future = [d for d, alive in zip(deadlines, live) if alive] if counts[INFLIGHT] != len(live) else deadlines
-    next_deadline = float(min(future)) if future else None
+        counts[INFLIGHT if alive else EXPIRED] += n
     scan.by_priority = dict(sorted(by_prio.items(), key=lambda kv: (int(kv[0]), kv[0])))
-    scan.next_deadline = next_deadline
+    scan.next_deadline = nearest
     widths = {len(p) for p, n in by_prio.items() if n[READY]}
     if len(widths) > 1:
         scan.warnings.append(
@@ -282,8 +306,8 @@ def scan_queue(
         scan.messages = _columns(wgroups, hgroups, now)  # type: ignore[assignment]
     elif collect:
         waiting = {g[2]: (f"{g[0]}.{g[1]}.ddmq{g[2]}", g[0], g[1]) for g in wgroups}
-        held = {g[3]: (f"{g[0]}.{g[1]}.{g[2]}.ddmq{g[3]}", int(g[0]), g[1], g[2]) for g in hgroups}
-        scan.messages = _messages(name, waiting, held, now)
+        held_msgs = {g[3]: (f"{g[0]}.{g[1]}.{g[2]}.ddmq{g[3]}", int(g[0]), g[1], g[2]) for g in hgroups}
+        scan.messages = _messages(name, waiting, held_msgs, now)
     return scan
 
 
@@ -309,6 +333,173 @@ def _columns(wgroups: list[tuple[str, ...]], hgroups: list[tuple[str, ...]], now
         cols.created_at.append(ddmq_created(qn))
         cols.deadline.append(float(deadline))
     return cols
+
+
+def _held_figures(hgroups: list[tuple[str, ...]], now: float) -> tuple[dict[tuple[str, bool], int], float | None]:
+    """({(priority, in flight?): count}, nearest future deadline) of work/ entries.
+    Expired: deadline < int(now) (ddmq's clean()); as numbers, so any digit width works."""
+    cutoff = int(now)
+    deadlines = list(map(int, map(_FIRST, hgroups)))
+    live = list(map(cutoff.__le__, deadlines))
+    future = [d for d, alive in zip(deadlines, live) if alive] if not all(live) else deadlines
+    return dict(Counter(zip(map(_SECOND, hgroups), live))), (float(min(future)) if future else None)
+
+
+_WORK_NOTE = "not a work file name; ddmq's clean() will fail on it"
+
+
+def _stream(summarize: Callable[..., Any], path: str, typed: bool, beside: bool, *args: Any) -> Any:
+    """``summarize(chunks of path's listing, *args)``; parsed in a forked child while this
+    process lists when ``beside``."""
+    if beside:
+        from ..fs.pipeline import parse_beside
+
+        ran, summary = parse_beside(listing_chunks(path, typed), lambda chunks: summarize(chunks, *args))
+        if ran:
+            return summary
+    return summarize(listing_chunks(path, typed), *args)
+
+
+def _hash_set(data: bytes) -> set[int]:
+    from array import array
+
+    hashes = array("q")
+    hashes.frombytes(data)
+    return set(hashes)
+
+
+def _merge_errors(errors: ErrorList, lines: list[str], dropped: int) -> None:
+    for line in lines:
+        errors.add(line)
+    errors.dropped += dropped
+
+
+def _summarize_work(chunks: Iterable[tuple[list[str], frozenset[str] | set[str]]], now: float) -> tuple:
+    """What a work/ listing says, chunk by chunk, in bounded memory (plain values: this may run
+    in a forked child): counts by (priority, in flight?), the nearest future deadline, the ids'
+    hashes (None when one id is there twice: the exact path keeps the last one listed), and
+    the leftovers' counts and error lines."""
+    from array import array
+
+    errors = ErrorList()
+    held_by: Counter[tuple[str, bool]] = Counter()
+    hashes = array("q")
+    seen: set[int] = set()
+    nearest: float | None = None
+    temp = foreign = 0
+    dup = False
+    for names, irregular in chunks:
+        groups, rest = _bulk_parse(_WORK_RE, _WORK_LINES, names, irregular)
+        del names
+        if rest:
+            t, f = _leftovers(rest, irregular, parse_work, f"{WORK}/", _WORK_NOTE, errors)
+            temp += t
+            foreign += f
+        ids = set(map(hash, map(_FOURTH, groups)))
+        if len(ids) != len(groups) or not seen.isdisjoint(ids):
+            dup = True
+        seen |= ids
+        by, near = _held_figures(groups, now)
+        held_by.update(by)
+        if near is not None and (nearest is None or near < nearest):
+            nearest = near
+    hashes.extend(seen)
+    return dict(held_by), nearest, (None if dup else hashes.tobytes()), temp, foreign, errors.lines, errors.dropped
+
+
+def _oldest_qn(qns: list[str]) -> str | None:
+    """The oldest time-based queue number: the same 10 digits of seconds first, then the
+    fraction, so text order is time order; shorter ones are not times and do not count."""
+    if not qns:
+        return None
+    oldest = min(qns)
+    if len(oldest) < 10:
+        qns = [qn for qn in qns if len(qn) >= 10]
+        oldest = min(qns) if qns else None
+    return oldest
+
+
+_WAITING_NOTE = "matches ddmq's *.ddmq* glob but is not a message name"
+#: smallest queue numbers kept while streaming: the oldest one not consumed meanwhile
+_KEEP_OLDEST = 16
+
+
+def _summarize_waiting(chunks: Iterable[tuple[list[str], frozenset[str] | set[str]]]) -> tuple:
+    """What a queue directory's listing says, chunk by chunk, in bounded memory (plain values:
+    this may run in a forked child): ready counts by priority, each message's id hash and
+    priority (8 + 4 bytes, to take out those consumed while listed), the smallest queue
+    numbers, and the leftovers' counts and error lines.
+
+    Unlike the whole-listing parse, one id in two waiting names (two files: a copy someone
+    made, or a name listed twice in a race) counts twice here, as ddmq would deliver both.
+    """
+    import heapq
+    from array import array
+
+    errors = ErrorList()
+    by_prio: Counter[str] = Counter()
+    prios: dict[str, int] = {}
+    hashes, prio_at = array("q"), array("I")
+    smallest: list[tuple[str, int]] = []  # (queue number, id hash)
+    smallest_long: list[tuple[str, int]] = []  # the same among time-based (10+ digit) numbers
+    temp = foreign = 0
+    for names, irregular in chunks:
+        groups, rest = _bulk_parse(_WAITING_RE, _WAITING_LINES, names, irregular, _QUEUE_FILES)
+        del names
+        if rest:
+            t, f = _leftovers(rest, irregular, parse_waiting, "", _WAITING_NOTE, errors, skip=_QUEUE_FILES)
+            temp += t
+            foreign += f
+        if not groups:
+            continue
+        ids = list(map(hash, map(_THIRD, groups)))
+        hashes.extend(ids)
+        ps = list(map(_FIRST, groups))
+        for p in set(ps).difference(prios):
+            prios[p] = len(prios)
+        prio_at.extend(map(prios.__getitem__, ps))
+        by_prio.update(ps)
+        qns = list(map(_SECOND, groups))
+        pairs = heapq.nsmallest(_KEEP_OLDEST, zip(qns, ids))
+        smallest = heapq.nsmallest(_KEEP_OLDEST, smallest + pairs)
+        if min(map(len, qns)) < 10:
+            pairs = heapq.nsmallest(_KEEP_OLDEST, [(q, i) for q, i in zip(qns, ids) if len(q) >= 10])
+        smallest_long = heapq.nsmallest(_KEEP_OLDEST, smallest_long + pairs)
+    return (dict(by_prio), hashes.tobytes(), prio_at.tobytes(), list(prios), smallest, smallest_long,
+            temp, foreign, errors.lines, errors.dropped)
+
+
+def _settle_waiting(summary: tuple, held: set[int], errors: ErrorList) -> tuple | None:
+    """(ready count by priority, ready count, oldest queue number, leftovers) from
+    :func:`_summarize_waiting`, without the messages work/ also holds (consumed while listed:
+    work/'s copy counts); None when the kept candidates for the oldest were all consumed."""
+    from array import array
+
+    by_prio, hash_bytes, prio_bytes, prio_names, smallest, smallest_long, temp, foreign, lines, dropped = summary
+    _merge_errors(errors, lines, dropped)
+    ready = Counter(by_prio)
+    if held:
+        hashes = array("q")
+        hashes.frombytes(hash_bytes)
+        consumed = held.intersection(hashes)
+        if consumed:
+            prio_at = array("I")
+            prio_at.frombytes(prio_bytes)
+            ready.subtract(prio_names[p] for h, p in zip(hashes, prio_at) if h in consumed)
+            ready = +ready  # (drops the priorities left with none)
+    n_ready = sum(ready.values())
+    oldest = None
+    if n_ready:
+        alive = [q for q, h in smallest if h not in held]
+        if not alive:
+            return None
+        oldest = alive[0]
+        if len(oldest) < 10:
+            alive = [q for q, h in smallest_long if h not in held]
+            if not alive and len(smallest_long) >= _KEEP_OLDEST:
+                return None
+            oldest = alive[0] if alive else None
+    return ready, n_ready, oldest, (temp, foreign)
 
 
 def _created_all(qns: list[str]) -> list[float | None]:
@@ -345,3 +536,9 @@ def _messages(
                             ddmq_created(qn), float(dl))
                 )
     return out
+
+
+def count_many(root: str, names: list[str], now: float, *, check_types: bool = False,
+               beside: bool = False) -> list[QueueScan]:
+    """:func:`scan_queue` for every queue of ``names``."""
+    return [scan_queue(root, n, now, check_types=check_types, beside=beside) for n in names]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 from ...errors import RootError
 from ...states import DDMQ, LAYOUTS, VSQS
@@ -13,6 +14,19 @@ if TYPE_CHECKING:
 
 #: ddmq's marker file, here so that telling the layouts apart imports neither module
 DDMQ_CONFIG = "ddmq.yaml"
+DDMQ_WORK = "work"
+
+
+def is_ddmq_queue_dir(path: str) -> bool:
+    """ddmq's own check_dir(): a ``ddmq.yaml`` file and a ``work`` directory -- a real one:
+    a ``work`` that is a symlink is never followed, so that queue is not one here.
+    (Here rather than in the ddmq module: detection must not import it for a VSQS root.)"""
+    if not os.path.isfile(os.path.join(path, DDMQ_CONFIG)):
+        return False
+    try:  # one lstat: a directory, and not a link to one
+        return stat.S_ISDIR(os.lstat(os.path.join(path, DDMQ_WORK)).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def module_for(layout: str) -> ModuleType:
@@ -40,11 +54,12 @@ def detect_layout(root: str) -> str:
         ]
     except OSError as err:
         raise RootError(f"cannot read root {root}: {err.strerror}") from None
-    if any(module_for(DDMQ).is_queue_dir(p) for p in subdirs):
+    if any(map(is_ddmq_queue_dir, subdirs)):  # one failed stat per directory, mostly
         return DDMQ
+    looks_like_queue = module_for(VSQS).looks_like_queue
     for path in subdirs:
         try:
-            if module_for(VSQS).looks_like_queue(path):
+            if looks_like_queue(path):
                 return VSQS
         except OSError:
             continue

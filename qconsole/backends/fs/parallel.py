@@ -58,6 +58,19 @@ def dir_size(paths: list[str]) -> int:
     return total
 
 
+#: past this many queues the planner sizes each by one listing's st_size, not all of them:
+#: a root of thousands of small queues would otherwise pay a stat per work/ too
+MANY_QUEUES = 256
+
+
+def listing_sizes(root: str, names: list[str], listing_dirs: Callable[[str, str], list[str]]) -> dict[str, int]:
+    """Each queue's directory data in bytes, the planner's guess at its listing cost."""
+    if len(names) <= MANY_QUEUES:
+        return {n: dir_size(listing_dirs(root, n)) for n in names}
+    join = os.path.join
+    return {n: dir_size([join(root, n)]) for n in names}
+
+
 def plan(sizes: dict[str, int], jobs: int) -> list[list[str]]:
     """Queues split into ``jobs`` shares of similar total size (largest first, to the lightest)."""
     shares: list[list[str]] = [[] for _ in range(jobs)]
@@ -77,11 +90,11 @@ def _unpack(data: bytes) -> list[QueueScan]:
     return [QueueScan(**dict(zip(_FIELDS, values))) for values in marshal.loads(data)]
 
 
-def _child(share: list[str], scan_one: Callable[[str], QueueScan], wfd: int) -> None:
+def _child(share: list[str], scan_share: Callable[[list[str]], list[QueueScan]], wfd: int) -> None:
     """Scan, write, and leave without running the parent's exit handlers or flushing its buffers."""
     code = 1
     try:
-        data = _pack([scan_one(n) for n in share])
+        data = _pack(scan_share(share))
         view = memoryview(data)
         while view:
             view = view[os.write(wfd, view):]
@@ -90,8 +103,9 @@ def _child(share: list[str], scan_one: Callable[[str], QueueScan], wfd: int) -> 
         os._exit(code)
 
 
-def scan_shares(shares: list[list[str]], scan_one: Callable[[str], QueueScan]) -> dict[str, QueueScan]:
-    """Every share but the first in a forked child, the first here; a failed child's share again here."""
+def scan_shares(shares: list[list[str]], scan_share: Callable[[list[str]], list[QueueScan]]) -> dict[str, QueueScan]:
+    """Every share but the first in a forked child, the first here; a failed child's share again here.
+    ``scan_share`` counts a list of queues, in their order."""
     children: list[tuple[int, int, list[str]]] = []
     for share in shares[1:]:
         try:
@@ -108,10 +122,10 @@ def scan_shares(shares: list[list[str]], scan_one: Callable[[str], QueueScan]) -
             continue
         if pid == 0:
             os.close(rfd)
-            _child(share, scan_one, wfd)
+            _child(share, scan_share, wfd)
         os.close(wfd)
         children.append((pid, rfd, share))
-    results = {n: scan_one(n) for n in shares[0]}
+    results = dict(zip(shares[0], scan_share(shares[0])))
     for pid, rfd, share in children:
         with open(rfd, "rb") as pipe:  # closes rfd
             data = pipe.read()
@@ -125,5 +139,5 @@ def scan_shares(shares: list[list[str]], scan_one: Callable[[str], QueueScan]) -
         if [s.name for s in got] == share:
             results.update((s.name, s) for s in got)
         else:
-            results.update((n, scan_one(n)) for n in share)
+            results.update(zip(share, scan_share(share)))
     return results

@@ -141,21 +141,22 @@ class FileBackend(Backend):
             names = wanted
         module, path = self.module, self.path
 
-        def scan_one(name: str) -> QueueScan:
-            return module.scan_queue(path, name, now, check_types=check_types)
+        def scan_share(share: list[str]) -> list[QueueScan]:
+            # beside: a big queue is parsed in a forked process while this one lists it
+            return module.count_many(path, share, now, check_types=check_types, beside=jobs != 1)
 
         if jobs == 1 or len(names) < 2:
-            scans = [scan_one(n) for n in names]
+            scans = scan_share(names)
         else:
             from . import parallel
 
-            sizes = {n: parallel.dir_size(module.listing_dirs(path, n)) for n in names}
+            sizes = parallel.listing_sizes(path, names, module.listing_dirs)
             jobs = parallel.auto_jobs(list(sizes.values())) if jobs is None else min(jobs, len(names))
             if jobs > 1:
-                done = parallel.scan_shares(parallel.plan(sizes, jobs), scan_one)
+                done = parallel.scan_shares(parallel.plan(sizes, jobs), scan_share)
                 scans = [done[n] for n in names]
             else:
-                scans = [scan_one(n) for n in names]
+                scans = scan_share(names)
         return RootScan(
             root=self.path, layout=self.kind, generated_at=now,
             duration_s=time.perf_counter() - started, queues=scans, errors=errors,

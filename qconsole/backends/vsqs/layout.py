@@ -10,13 +10,17 @@ from __future__ import annotations
 import os
 import re
 import time
-from itertools import filterfalse, repeat
-from operator import attrgetter, itemgetter, methodcaller, truediv
+from itertools import compress, filterfalse, repeat
+from operator import attrgetter, itemgetter, methodcaller, not_, truediv
 
 from ...model import Message, MessageColumns, QueueScan
 from ...states import EXPIRED, FOREIGN, INFLIGHT, READY, VSQS, WRITING
 from ...timeunits import vsqs_divisor
 from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 from ..fs.listing import (
     NO_IRREGULAR, QC_TEMP_PREFIX, STREAM_BYTES, ErrorList, gc_paused, is_ascii_digits, list_entries, listing,
     listing_chunks, names_only, os_error_line,
@@ -79,15 +83,14 @@ _GROUPS = methodcaller("groups")
 _STRING = attrgetter("string")
 
 
-def _held_counts(held: dict[str, str], now: float) -> tuple[int, int, float | None]:
-    """(in flight, expired, nearest future deadline in s) of ``id -> deadline digits``.
+def _held_counts(dls: list[str], now: float) -> tuple[int, int, float | None]:
+    """(in flight, expired, nearest future deadline in s) of held messages' deadline digits.
 
     Same-width digit strings compare like numbers, so with one deadline width (the usual
     case) this is a few C-level passes instead of an int() per message.
     """
-    if not held:
+    if not dls:
         return 0, 0, None
-    dls = list(held.values())
     widths = set(map(len, dls))
     if len(widths) == 1:
         (width,) = widths
@@ -139,33 +142,42 @@ def listing_dirs(root: str, name: str) -> list[str]:
 
 @gc_paused
 def scan_queue(
-    root: str, name: str, now: float | None = None, *, collect: bool | str = False, check_types: bool = False
+    root: str, name: str, now: float | None = None, *, collect: bool | str = False, check_types: bool = False,
+    beside: bool = False,
 ) -> QueueScan:
     """Count one VSQS queue from a single directory listing (no file is opened or stat'ed).
 
     Counting goes by names alone (see :func:`names_only`); ``check_types`` -- implied by
     ``collect`` -- also reads each entry's type from the listing and counts FIFOs, symlinks
-    and the like that are named like messages as ``foreign``. ``collect="columns"`` (the
-    report's listing) fills ``messages`` with :class:`~qconsole.model.MessageColumns`: the
-    same messages, the ready ones in no particular order (no sort, no object per message).
+    and the like that are named like messages as ``foreign``. A big queue is counted from
+    its listing in chunks (:func:`_scan_streamed`), parsed in a forked process when
+    ``beside`` (single-threaded callers only). ``collect="columns"`` (the report's listing)
+    fills ``messages`` with :class:`~qconsole.model.MessageColumns`: the same messages, the
+    ready ones in no particular order (no sort, no object per message).
     """
     now = time.time() if now is None else now
     scan = QueueScan(name=name, layout=VSQS, scanned_at=now)
     errors = ErrorList()
     qdir = os.path.join(root, name)
     try:
-        if not collect:
-            st = os.stat(qdir)
-            if st.st_size >= STREAM_BYTES and _scan_streamed(qdir, scan, now, check_types or st.st_nlink != 2):
+        if collect:
+            names, irregular = listing(qdir)
+        else:
+            st = os.stat(qdir)  # one stat: the size picks streaming, the link count catches sub-directories
+            if st.st_size >= STREAM_BYTES and _scan_streamed(qdir, scan, now, check_types or st.st_nlink != 2, beside):
                 return scan
-        names, irregular = listing(qdir) if collect or check_types else names_only(qdir)
+            names, irregular = listing(qdir) if check_types else names_only(qdir, nlink=st.st_nlink)
     except OSError as err:
         scan.errors.append(os_error_line(err, name))
         return scan
     ready, rest = _ascii_digits(names)
-    if ready and len(max(ready, key=len)) > MAX_DIGITS:  # absurd ids go the foreign way (with an error line)
+    ready_widths = set(map(len, ready))
+    if ready_widths and max(ready_widths) > MAX_DIGITS:  # absurd ids go the foreign way (with an error line)
         rest = rest + [m for m in ready if len(m) > MAX_DIGITS]
         ready = [m for m in ready if len(m) <= MAX_DIGITS]
+        ready_widths = set(map(len, ready))
+    if not rest and not irregular and not collect:  # the usual small queue: every name a ready id
+        return _ready_only(scan, ready, ready_widths)
     # in flight / expired: "<id>.<deadline>", also matched in bulk; then the few left over
     held_matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
     if irregular and any(map(_HELD_RE.fullmatch, irregular)):
@@ -223,19 +235,14 @@ def scan_queue(
     counts[READY] = len(ready)
     counts[WRITING] = len(writing) + temp
     counts[FOREIGN] = foreign
-    inflight, expired, next_deadline = _held_counts(held, now)
+    inflight, expired, next_deadline = _held_counts(list(held.values()), now)
     counts[INFLIGHT] = inflight
     counts[EXPIRED] = expired
     scan.next_deadline = next_deadline
 
     widths = set(map(len, ready)) if ready else set(map(len, held.keys() or writing))
     scan.oldest_ready_created = _oldest(ready, widths)
-    if widths:
-        scan.id_unit = vsqs_divisor("9" * max(widths))
-        if len({vsqs_divisor("9" * w) for w in widths}) > 1:
-            scan.warnings.append(
-                "mixed id units (ms and µs): numeric order delivers the shorter ids first"
-            )
+    _set_unit(scan, widths)
     scan.errors.extend(errors.result())
 
     if collect:
@@ -272,50 +279,179 @@ def _columns(
     return cols
 
 
+def _set_unit(scan: QueueScan, widths: set[int]) -> None:
+    """The id unit seen on disk, with a warning when ms and µs ids are mixed."""
+    if widths:
+        scan.id_unit = vsqs_divisor("9" * max(widths))
+        if len(widths) > 1 and len({vsqs_divisor("9" * w) for w in widths}) > 1:
+            scan.warnings.append(
+                "mixed id units (ms and µs): numeric order delivers the shorter ids first"
+            )
+
+
+def _ready_only(scan: QueueScan, ready: list[str], widths: set[int]) -> QueueScan:
+    """Counts of a listing that holds only ready ids (most small queues): no held, writing or
+    foreign name to reconcile, so only a name listed twice (a rename back and forth while
+    the listing ran) is counted once."""
+    n = len(ready)
+    if n and len(set(ready)) != n:
+        ready = list(set(ready))
+        n = len(ready)
+    scan.counts[READY] = n
+    scan.oldest_ready_created = _oldest(ready, widths)
+    _set_unit(scan, widths)
+    return scan
+
+
+@gc_paused
+def count_many(root: str, names: list[str], now: float, *, check_types: bool = False,
+               beside: bool = False) -> list[QueueScan]:
+    """:func:`scan_queue` for every queue of ``names``, the usual small ones the short way.
+
+    A root of thousands of small queues spends most of a per-queue scan on fixed Python
+    work, not on its few names. A queue whose listing holds only distinct ready and held ids
+    of one width is counted by :func:`_count_plain` (a handful of C-level passes); anything
+    else (a ``.new``, a temp file, a foreign name, a name listed twice, mixed units, a
+    sub-directory, a huge listing, an error) takes :func:`scan_queue`, so every queue gets
+    exactly what scan_queue gives (a property test compares them on random roots).
+    """
+    if check_types:
+        return [scan_queue(root, n, now, check_types=True, beside=beside) for n in names]
+    out: list[QueueScan] = []
+    stat, listdir, join = os.stat, os.listdir, os.path.join
+    for name in names:
+        qdir = join(root, name)
+        scan = None
+        try:
+            st = stat(qdir)
+            if st.st_nlink == 2 and st.st_size < STREAM_BYTES:
+                scan = _count_plain(name, listdir(qdir), now)
+        except OSError:
+            pass
+        out.append(scan or scan_queue(root, name, now, beside=beside))  # the exact way says what is unusual
+    return out
+
+
+def _count_plain(name: str, names: list[str], now: float) -> QueueScan | None:
+    """Counts of a listing of distinct ready and held ids of one width; None for any other."""
+    scan = QueueScan(name=name, layout=VSQS, scanned_at=now)
+    if not names:
+        return scan
+    ready = list(filter(str.isdigit, names))
+    if len(ready) == len(names):
+        held_dls: list[str] = []
+    else:
+        rest = list(filterfalse(str.isdigit, names))
+        matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
+        if len(matches) != len(rest):
+            return None  # writing, temp, foreign: the exact path
+        pairs = list(map(_GROUPS, matches))
+        held_ids = list(map(_FIRST, pairs))
+        held_dls = list(map(_SECOND, pairs))
+        if len(set(held_ids).union(ready)) != len(ready) + len(held_ids):
+            return None  # an id listed twice (a consume during the listing)
+    ids = ready or held_ids
+    widths = set(map(len, ids))
+    if len(widths) != 1 or not "".join(ready).isascii():
+        return None
+    (width,) = widths
+    if width > MAX_DIGITS or (held_dls and len(set(map(len, held_ids))) != 1) \
+            or (ready and held_dls and len(held_ids[0]) != width):
+        return None
+    counts = scan.counts
+    counts[READY] = len(ready)
+    if ready:
+        first = min(ready)
+        scan.oldest_ready_created = int(first) / vsqs_divisor(first)
+    scan.id_unit = vsqs_divisor(ids[0])
+    if held_dls:
+        counts[INFLIGHT], counts[EXPIRED], scan.next_deadline = _held_counts(held_dls, now)
+    return scan
+
+
 _FIRST = itemgetter(0)
+_SECOND, _THIRD = itemgetter(1), itemgetter(2)
 #: smallest ready ids kept per width while streaming: the oldest one not consumed meanwhile
 _KEEP_OLDEST = 16
 
 
-def _scan_streamed(qdir: str, scan: QueueScan, now: float, typed: bool) -> bool:
-    """Count a huge queue chunk by chunk, in bounded memory; False when the exact path must do it.
+#: what _count_chunks gives back (plain values: it may run in a forked child)
+_STREAMED_FIELDS = ("counts", "next_deadline", "oldest_ready_created", "id_unit", "warnings", "errors")
 
-    A 1M-name listing held whole is ~70 MB of names before any parsing; here the listing is
-    read ``STREAM_CHUNK`` entries at a time and only counts, the few smallest ready ids and a
-    set of id hashes stay. De-duplication (see :func:`scan_queue`) goes by those 64-bit
-    hashes: an id both ready and held (a consume during the listing) counts once, as held.
-    Any other repeat (an id held twice, ready twice, or writing beside another name) is rare
-    and returns False, and the caller lists again the exact way. Two different ids with one
-    hash (odds ~n^2/2^64: 3e-8 at 1M names) would count once.
+
+def _scan_streamed(qdir: str, scan: QueueScan, now: float, typed: bool, beside: bool = False) -> bool:
+    """Count a big queue chunk by chunk (:func:`_count_chunks`); False when the exact path must
+    do it. ``beside``: parse in a forked child while this process lists (single-threaded callers)."""
+    if beside:
+        from ..fs.pipeline import parse_beside
+
+        ran, fields = parse_beside(listing_chunks(qdir, typed), lambda chunks: _count_chunks(chunks, now))
+        if not ran:
+            fields = _count_chunks(listing_chunks(qdir, typed), now)
+    else:
+        fields = _count_chunks(listing_chunks(qdir, typed), now)
+    if fields is None:
+        return False
+    for key, value in zip(_STREAMED_FIELDS, fields):
+        setattr(scan, key, value)
+    return True
+
+
+def _count_chunks(chunks: Iterable[tuple[list[str], frozenset[str] | set[str]]], now: float) -> tuple | None:
+    """Count a big queue from its listing's chunks, in bounded memory; None when the exact path must do it.
+
+    A 1M-name listing held whole is ~70 MB of names before any parsing, and the exact
+    parse of it another ~130 MB; here the listing is read ``STREAM_CHUNK`` entries at a time
+    and only counts, the few smallest ready ids, the held ids' hashes (a set) and the ready
+    ids' hashes (an ``array``, 8 bytes each) stay. It also does less work per name than the
+    exact path, so it is the faster one for big queues too.
+
+    De-duplication goes by those 64-bit hashes: an id both ready and held (a consume during
+    the listing) counts once, as held, and an id held twice returns False (the exact path
+    keeps the last one listed). Unlike the exact path, one *name* listed twice (a rename
+    away and back while the listing ran, which a hash-ordered directory -- ext4, XFS --
+    does not return twice) would count twice. Two different ids with one hash (odds ~n^2/2^64:
+    3e-8 at 1M names) would count once.
     """
     import heapq  # (only here: not on every stats start-up)
+    from array import array
 
+    scan = QueueScan("", VSQS, now)
     errors = ErrorList()
     ready_n = held_n = 0
-    ready_h: set[int] = set()
+    ready_h = array("q")
     held_h: set[int] = set()
     smallest: dict[int, list[str]] = {}  # width -> the few smallest ready ids
     held_widths: set[int] = set()
     writing: list[str] = []
     temp = foreign = inflight = expired = 0
     nearest: float | None = None
-    for names, irregular in listing_chunks(qdir, typed):
-        ready, rest = _ascii_digits(names)
-        del names
+    for names, irregular in chunks:
+        flags = list(map(str.isdigit, names))
+        ready = list(compress(names, flags))
+        rest = list(compress(names, map(not_, flags))) if len(ready) != len(names) else []
+        del names, flags
+        if ready and not "".join(ready).isascii():  # int() takes other digits; no writer makes them
+            rest += [m for m in ready if not m.isascii()]
+            ready = [m for m in ready if m.isascii()]
+        lens = set(map(len, ready))
+        if lens and max(lens) > MAX_DIGITS:
+            return None  # absurd ids: the exact path words the errors
         if irregular and not irregular.isdisjoint(ready):
             for fname in sorted(irregular.intersection(ready)):
                 foreign += 1
                 errors.add(f"{fname}: named like a message but not a regular file")
             ready = [m for m in ready if m not in irregular]
+            lens = set(map(len, ready))
         ready_n += len(ready)
-        ready_h.update(map(hash, ready))
-        lens = set(map(len, ready))
+        ready_h.extend(map(hash, ready))
         for w in lens:
             same = ready if len(lens) == 1 else [m for m in ready if len(m) == w]
             kept = smallest.get(w, [])
             if len(kept) >= _KEEP_OLDEST:  # same width: text order is numeric order
                 same = list(filter(kept[-1].__gt__, same))
-            smallest[w] = heapq.nsmallest(_KEEP_OLDEST, kept + same)
+            if same:
+                smallest[w] = heapq.nsmallest(_KEEP_OLDEST, kept + same)
         del ready
         matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
         if irregular and any(map(_HELD_RE.fullmatch, irregular)):
@@ -332,6 +468,9 @@ def _scan_streamed(qdir: str, scan: QueueScan, now: float, typed: bool) -> bool:
                 parsed = parse_name(fname)
                 if parsed is None:
                     foreign += 1
+                    head, _dot, tail = fname.partition(".")
+                    if is_ascii_digits(head) and (len(head) > MAX_DIGITS or (is_ascii_digits(tail) and len(tail) > MAX_DIGITS)):
+                        return None  # absurd ids: the exact path words the errors
                 elif fname in irregular:
                     foreign += 1
                     errors.add(f"{fname}: named like a message but not a regular file")
@@ -344,27 +483,26 @@ def _scan_streamed(qdir: str, scan: QueueScan, now: float, typed: bool) -> bool:
             ids = list(map(_FIRST, pairs))
             hashes = set(map(hash, ids))
             if len(hashes) != len(ids) or not held_h.isdisjoint(hashes):
-                return False  # an id held twice: the exact path keeps the last one listed
+                return None  # an id held twice: the exact path keeps the last one listed
             held_h |= hashes
             held_n += len(ids)
             held_widths.update(map(len, ids))
-            i, e, n = _held_counts(dict(pairs), now)
+            i, e, n = _held_counts(list(map(_SECOND, pairs)), now)
             inflight += i
             expired += e
             if n is not None and (nearest is None or n < nearest):
                 nearest = n
-    if len(ready_h) != ready_n or len(set(writing)) != len(writing):
-        return False  # one name listed twice: a rename back and forth during the listing
-    both = len(ready_h & held_h)  # consumed while the listing ran: counts as held
-    if writing and not (ready_h | held_h).isdisjoint(map(hash, writing)):
-        return False
+    both = len(held_h.intersection(ready_h)) if held_h and ready_n else 0  # consumed while listed: held
+    if writing and (len(set(writing)) != len(writing) or not held_h.isdisjoint(map(hash, writing))
+                    or not set(map(hash, writing)).isdisjoint(ready_h)):
+        return None
     if both and len(smallest) > 1:
-        return False  # which width lost a ready id is not known here
+        return None  # which width lost a ready id is not known here
     oldest: dict[int, str] = {}
     for w, ids in smallest.items():
         alive = [m for m in ids if hash(m) not in held_h]
         if not alive:
-            return False  # every kept candidate was consumed meanwhile: list again
+            return None  # every kept candidate was consumed meanwhile: list again
         oldest[w] = alive[0]
     counts = scan.counts
     counts[READY] = ready_n - both
@@ -375,14 +513,9 @@ def _scan_streamed(qdir: str, scan: QueueScan, now: float, typed: bool) -> bool:
     scan.next_deadline = nearest
     widths = set(oldest) if counts[READY] else (held_widths or set(map(len, writing)))
     scan.oldest_ready_created = min(int(m) / vsqs_divisor(m) for m in oldest.values()) if counts[READY] else None
-    if widths:
-        scan.id_unit = vsqs_divisor("9" * max(widths))
-        if len({vsqs_divisor("9" * w) for w in widths}) > 1:
-            scan.warnings.append(
-                "mixed id units (ms and µs): numeric order delivers the shorter ids first"
-            )
+    _set_unit(scan, widths)
     scan.errors.extend(errors.result())
-    return True
+    return tuple(getattr(scan, f) for f in _STREAMED_FIELDS)
 
 
 def _numeric_order(ids: set[str]) -> list[str]:
