@@ -11,7 +11,8 @@ The executors do two things per store, and only these two need to know the store
 
 ``Backend.report_module`` names the module providing both for each store (the file layouts:
 :mod:`qconsole.backends.fs.report_chunks`). Everything else here -- Arrow schema, batches, the Spark task
-functions, the pure-Python pass -- works for any store. No PySpark or pyarrow import at
+functions (listing, reading + writing + summarising, counting duplicate payloads by hash
+bucket), the pure-Python pass -- works for any store. No PySpark or pyarrow import at
 module level: tests and the Python pass use it without them.
 """
 

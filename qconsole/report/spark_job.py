@@ -1,12 +1,15 @@
-"""The Spark side of ``qconsole report``: session, inventory job, summaries, trends.
+"""The Spark side of ``qconsole report``: session, the inventory job, trends.
 
 Importing this module imports PySpark: only the ``report`` command's run path (and tests)
-do. Listing and reading happen on the executors, Arrow all the way: listing tasks cut each queue
-into chunk descriptors (inventory.py), an identity partitioner deals the descriptors over the
-read tasks, and each read task turns its chunks into Arrow record batches and writes them as
-its own Parquet file with pyarrow (mapInArrow would need pandas on every node, and the rows
-would cross into the JVM only to be written out again). The summaries are one aggregation
-query over that Parquet.
+do. Listing and reading happen beside or on the executors, Arrow all the way: in local mode a
+helper process lists the root while the JVM starts (spool.py), on a cluster listing tasks cut
+each queue into chunk descriptors (inventory.py) that an identity partitioner deals over the
+read tasks. Each read task turns its chunks into Arrow record batches, writes them as its own
+Parquet file with pyarrow (mapInArrow would need pandas on every node, and the rows would
+cross into the JVM only to be written out again) and summarises what it read into mergeable
+per-queue partials; its payload hashes go by hash bucket to one more stage that counts the
+duplicates. One job, one collect of small records; :func:`queue_summaries` is the same
+summary as a Spark SQL query over the Parquet.
 """
 
 from __future__ import annotations
