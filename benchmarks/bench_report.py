@@ -1,20 +1,25 @@
 """`qconsole report` on Spark against a single-process pure-Python pass over the same root.
 
-    .venv/bin/python benchmarks/bench_report.py [--messages 100000] [--keep DIR] [--masters local[2],local[1]]
+    .venv/bin/python benchmarks/bench_report.py [--messages 100000] [--keep DIR]
+        [--masters local[2],local[1],local[2]/executors] [--rounds 3] [--python-runs 2]
 
 Builds a ddmq root (benchmarks/report_root.py: 4 queues, one holding 70 % of the messages)
-unless DIR/root exists, then times, each in its own process so memory figures are its own:
+unless DIR/root exists, then, for each round (interleaved), times each in its own process so
+memory figures are its own:
 
 * the pure-Python pass: the same listing and reading functions (inventory.list_chunks /
-  read_chunk) and the same summary (summary.queue_stats_columns) in ONE process, twice
-  (first and warm);
-* for each master: Spark session start, then ``run_report`` exactly as ``qconsole report``
-  runs it, timed by its stage lines: the inventory job (list + read + Parquet, one job) and
-  the summaries (one aggregation query), with the driver's peak RSS (Python) and the JVM's
-  peak RSS (in local mode the JVM is driver and executors at once).
+  read_chunk) and the same summary code (summary.queue_stats_columns: QueuePartial per queue)
+  in ONE process, ``--python-runs`` times (the last, warm one is the baseline);
+* for each master: Spark session start (in local mode with the listing helper started
+  beside it, as the CLI does; ``MASTER/executors`` lists on the executors instead, as on a
+  cluster), then ``run_report`` exactly as ``qconsole report`` runs it, timed by its stage
+  lines: listing + reading (one job, which also summarises) and the rest of the summaries
+  (duplicate counting and the driver's merge), with the driver's peak RSS (Python), the JVM's
+  (in local mode driver and executors at once) and the listing helper's.
 
-Prints the load average (other jobs share the machine) before and after, every step, and the
-ratios against the warm Python pass. Spark's summaries must equal the Python pass's.
+Prints the load average (other jobs share the machine) before and after each round, medians
+of every step, and the ratios against the warm Python pass. Spark's summaries must equal the
+Python pass's.
 """
 
 from __future__ import annotations
