@@ -70,6 +70,32 @@ class Message(_Record):
         return self.relpath.rpartition("/")[2]
 
 
+class MessageColumns(_Record):
+    """A queue's messages as parallel lists (``scan_queue(collect="columns")``, the report's
+    listing): the Message fields the inventory needs, no object per message."""
+
+    __slots__ = ("id", "state", "relpath", "priority", "created_at", "deadline")
+
+    def __init__(
+        self,
+        id: list[str],  # noqa: A002
+        state: list[str],
+        relpath: list[str],
+        priority: list[int | None],
+        created_at: list[float | None],
+        deadline: list[float | None],
+    ) -> None:
+        self.id = id
+        self.state = state
+        self.relpath = relpath
+        self.priority = priority
+        self.created_at = created_at
+        self.deadline = deadline
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+
 class QueueScan(_Record):
     """Counts by state for one queue, plus messages when asked for.
 

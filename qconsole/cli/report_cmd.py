@@ -75,7 +75,7 @@ def _run(handle: Any, target: str, names: list[str], root_errors: list[str], out
          poison_threshold: int, verbose: bool, spark_job: Any, render: Any) -> None:
     from rich.console import Console
 
-    from ..report import inventory
+    from ..report import inventory, spool
 
     location = inventory.location_of(handle.kind, target, handle)
     now = handle.now()  # the store's clock: Redis TIME for RSMQ, as `stats` judges states
@@ -83,7 +83,16 @@ def _run(handle: Any, target: str, names: list[str], root_errors: list[str], out
     with render.JobProgress(console) as progress:
         progress.phase(f"starting Spark ({master})")
         started = time.monotonic()
-        spark, created = spark_job.start_session(master, verbose=verbose)
+        listing = None
+        if spark_job.is_local(master) and handle.kind in spool.STORES:
+            # list in a helper process while the JVM starts (the machine's cores are the executors)
+            listing = spool.SpoolListing(handle.kind, location, names, now, os.path.abspath(out))
+        try:
+            spark, created = spark_job.start_session(master, verbose=verbose)
+        except BaseException:
+            if listing is not None:
+                listing.cleanup()
+            raise
         progress.line(f"session: Spark {spark.version} on {spark.sparkContext.master} · {time.monotonic() - started:.1f}s")
         try:
             progress.watch(spark.sparkContext)
@@ -92,9 +101,11 @@ def _run(handle: Any, target: str, names: list[str], root_errors: list[str], out
             doc = spark_job.run_report(
                 spark, root=handle.path, layout=handle.kind, queues=names, root_errors=root_errors,
                 out_dir=os.path.abspath(out), now=now, location=location, threshold=poison_threshold,
-                history_files=history_files, progress=progress,
+                history_files=history_files, progress=progress, listing=listing,
             )
         finally:
+            if listing is not None:
+                listing.cleanup()
             if created:
                 progress.phase("stopping Spark")
                 spark.stop()

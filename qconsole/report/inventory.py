@@ -11,7 +11,8 @@ The executors do two things per store, and only these two need to know the store
 
 ``Backend.report_module`` names the module providing both for each store (the file layouts:
 :mod:`qconsole.backends.fs.report_chunks`). Everything else here -- Arrow schema, batches, the Spark task
-functions, the pure-Python pass -- works for any store. No PySpark or pyarrow import at
+functions (listing, reading + writing + summarising, counting duplicate payloads by hash
+bucket), the pure-Python pass -- works for any store. No PySpark or pyarrow import at
 module level: tests and the Python pass use it without them.
 """
 
@@ -122,23 +123,79 @@ def keyed_chunks(specs: Iterable[tuple[str, str, str, float]], partitions: int, 
             counters[1].add(files)
 
 
-def batches_of(chunks: Iterable[dict[str, Any]], counters: Any = None) -> Iterator[Any]:
-    """Reading: one Arrow record batch per chunk descriptor."""
+class Summarise:
+    """What a read task needs to summarise the rows it reads (plain data, pickled to the tasks):
+    the reference time, the poison threshold, the store's redelivery column and the number of
+    hash buckets the duplicate payloads are counted in."""
+
+    def __init__(self, now: float, threshold: int, redelivery: str | None, buckets: int) -> None:
+        self.now, self.threshold, self.redelivery, self.buckets = now, threshold, redelivery, buckets
+
+
+_IX = {name: i for i, name in enumerate(COLUMN_NAMES)}
+_HEX = "0123456789abcdef"
+
+
+class _PartitionSummary:
+    """A read task's share of the summaries: a QueuePartial per queue, and its messages' payload
+    hashes dealt into ``buckets`` by their first hex digit (one hash always goes to one bucket)."""
+
+    def __init__(self, spec: Summarise) -> None:
+        self.spec = spec
+        self.partials: dict[str, Any] = {}
+        self.fields: dict[str, str | None] = {}
+        self.hashes: dict[str, dict[str, list[str]]] = {}  # queue -> first hex digit -> hex digests
+
+    def add(self, cols: Sequence[Sequence[Any]]) -> None:
+        from . import summary
+
+        if not cols[0]:
+            return
+        self.fields.setdefault(cols[0][0], self.spec.redelivery)
+        summary.add_chunk(self.partials, self._hashes, cols, _IX, self.fields, self.spec.now, self.spec.threshold)
+
+    def _hashes(self, queue: str, digests: list[str]) -> None:
+        route = self.hashes.get(queue)
+        if route is None:
+            route = self.hashes[queue] = {c: [] for c in _HEX}
+        for h in digests:
+            route[h[0]].append(h)
+
+    def records(self) -> Iterator[tuple[int, tuple]]:
+        """``(bucket, ("h", queue, 32-byte digests end to end))`` records for the shuffle."""
+        b = self.spec.buckets
+        for queue, route in self.hashes.items():
+            per_bucket: dict[int, list[str]] = {}
+            for c, hexes in route.items():
+                if hexes:
+                    per_bucket.setdefault(int(c, 16) % b, []).extend(hexes)
+            for bucket, hexes in per_bucket.items():
+                yield bucket, ("h", queue, bytes.fromhex("".join(hexes)))
+
+
+def batches_of(chunks: Iterable[dict[str, Any]], counters: Any = None, summary: _PartitionSummary | None = None) -> Iterator[Any]:
+    """Reading: one Arrow record batch per chunk descriptor (summarised on the way when asked)."""
     schema = arrow_schema()
     for chunk in chunks:
         cols = read_chunk(chunk)
+        if summary is not None:
+            summary.add(cols)
         if counters is not None:
             counters[2].add(len(cols[0]))
         yield record_batch(cols, schema)
 
 
-def write_partition(index: int, items: Iterable[tuple[int, dict[str, Any]]], out_dir: str, counters: Any = None) -> Iterator[tuple[str, int]]:
+def write_partition(
+    index: int, items: Iterable[tuple[int, dict[str, Any]]], out_dir: str, counters: Any = None,
+    summarise: Summarise | None = None,
+) -> Iterator[Any]:
     """Reading stage (a Spark task): read this partition's chunks into Arrow batches and write
     them as ONE Parquet file with pyarrow -- no row crosses into the JVM or gets pickled.
 
     Written under a dot name (Parquet readers skip those) and renamed into place, named by the
     partition, so a retried task replaces its own file and never adds a second one.
-    Yields ``(file, rows)`` for the driver.
+    Yields ``(file, rows)`` for the driver; with ``summarise``, ``(bucket, ("m", file, rows,
+    partials))`` instead, then the payload hashes keyed by bucket (see count_duplicates).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -157,9 +214,10 @@ def write_partition(index: int, items: Iterable[tuple[int, dict[str, Any]]], out
     rows = 0
     pending: list[Any] = []
     buffered = 0
+    part = _PartitionSummary(summarise) if summarise is not None else None
     writer = pq.ParquetWriter(tmp, schema)
     try:
-        for batch in batches_of((chunk for _key, chunk in items), counters):
+        for batch in batches_of((chunk for _key, chunk in items), counters, part):
             pending.append(batch)
             buffered += batch.num_rows
             if buffered >= ROW_GROUP:  # row groups of ~64k rows, not one per 2000-row chunk
@@ -175,7 +233,26 @@ def write_partition(index: int, items: Iterable[tuple[int, dict[str, Any]]], out
         writer.close()
         if os.path.exists(tmp):
             os.unlink(tmp)
-    yield final, rows
+    if part is None:
+        yield final, rows
+        return
+    yield index % summarise.buckets, ("m", final, rows, part.partials)
+    yield from part.records()
+
+
+def count_duplicates(items: Iterable[tuple[int, tuple]]) -> Iterator[tuple]:
+    """Duplicate stage (a Spark task, one hash bucket): count the copies of every payload hash
+    dealt to this bucket; passes the read tasks' ``("m", ...)`` records through and yields one
+    ``("d", {queue: (messages, payloads, top)})`` -- mergeable, as no hash is in two buckets."""
+    from .summary import DuplicateCounter
+
+    dups = DuplicateCounter()
+    for _bucket, rec in items:
+        if rec[0] == "h":
+            dups.add_blob(rec[1], rec[2])
+        else:
+            yield rec
+    yield ("d", dups.result())
 
 
 # -- the pure-Python pass (benchmark baseline, tests) ---------------------------------------

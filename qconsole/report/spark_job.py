@@ -1,12 +1,15 @@
-"""The Spark side of ``qconsole report``: session, inventory job, summaries, trends.
+"""The Spark side of ``qconsole report``: session, the inventory job, trends.
 
 Importing this module imports PySpark: only the ``report`` command's run path (and tests)
-do. Listing and reading happen on the executors, Arrow all the way: listing tasks cut each queue
-into chunk descriptors (inventory.py), an identity partitioner deals the descriptors over the
-read tasks, and each read task turns its chunks into Arrow record batches and writes them as
-its own Parquet file with pyarrow (mapInArrow would need pandas on every node, and the rows
-would cross into the JVM only to be written out again). The summaries are one aggregation
-query over that Parquet.
+do. Listing and reading happen beside or on the executors, Arrow all the way: in local mode a
+helper process lists the root while the JVM starts (spool.py), on a cluster listing tasks cut
+each queue into chunk descriptors (inventory.py) that an identity partitioner deals over the
+read tasks. Each read task turns its chunks into Arrow record batches, writes them as its own
+Parquet file with pyarrow (mapInArrow would need pandas on every node, and the rows would
+cross into the JVM only to be written out again) and summarises what it read into mergeable
+per-queue partials; its payload hashes go by hash bucket to one more stage that counts the
+duplicates. One job, one collect of small records; :func:`queue_summaries` is the same
+summary as a Spark SQL query over the Parquet.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import contextlib
 import functools
 import os
 import shutil
+import stat
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -25,6 +30,7 @@ from ..errors import QConsoleError
 from ..states import MESSAGE_STATES, READY, STATES
 from . import history as history_mod
 from . import inventory, summary
+from . import spool as spool_mod
 
 PYSPARK_HINT = "report needs PySpark 4 with pyarrow: pip install 'qconsole[spark]' (about 0.5 GB)"
 JAVA_HINT = (
@@ -41,6 +47,106 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
 """
+
+#: the driver JVM's start-up flags (in local mode it is the executors' JVM too)
+DRIVER_JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
+#: set to 0 to start the driver JVM without the class archive
+CDS_ENV = "QCONSOLE_SPARK_CDS"
+
+
+def _java_binary() -> str:
+    home = os.environ.get("JAVA_HOME")
+    path = os.path.join(home, "bin", "java") if home else (shutil.which("java") or "java")
+    return os.path.realpath(path)
+
+
+def class_archive_options(cache: str | None = None) -> list[str]:
+    """The driver JVM's class-data-sharing archive (AppCDS): about half of Spark's start-up is
+    loading and verifying ~10k classes from its 280 jars; the first run records them at exit
+    into ``~/.cache/qconsole/`` (``-XX:ArchiveClassesAtExit``), later runs map them in
+    (``-XX:SharedArchiveFile``). One archive per Java binary and Spark install (the JVM itself
+    ignores one that does not match its class path); a recording is adopted only once a JVM
+    starts with it. Only in a cache directory that is
+    the user's own and not writable by others. ``QCONSOLE_SPARK_CDS=0`` turns it off."""
+    import hashlib
+
+    if os.environ.get(CDS_ENV, "1") == "0":
+        return []
+    try:
+        from pyspark.find_spark_home import _find_spark_home
+        import pyspark
+
+        cache = cache or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "qconsole")
+        os.makedirs(cache, mode=0o700, exist_ok=True)
+        st = os.lstat(cache)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return []
+        java = _java_binary()
+        jst = os.stat(java)
+        key = hashlib.sha256(
+            f"{java}\0{jst.st_size}\0{jst.st_mtime_ns}\0{pyspark.__version__}\0{_find_spark_home()}\0{DRIVER_JVM_OPTIONS}".encode()
+        ).hexdigest()[:16]
+        archive = os.path.join(cache, f"spark-{pyspark.__version__}-{key}.jsa")
+        return _archive_options(java, archive, cache)
+    except (OSError, ImportError):
+        pass
+    return []
+
+
+def _own_file(st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def _archive_options(java: str, archive: str, cache: str) -> list[str]:
+    """Use ``archive``; else adopt one a previous run recorded (``archive.<pid>``: the JVM writes
+    it at exit, after its driver has gone on, so only one not written for 20 s, and only if a
+    JVM starts with it -- a cut one would crash it); else record one in this run."""
+    prefix = os.path.basename(archive) + "."
+    pending = []
+    for name in os.listdir(cache):
+        if name.startswith(prefix):
+            path = os.path.join(cache, name)
+            st = os.lstat(path)
+            pending.append((st.st_mtime, path, st))
+    pending.sort(reverse=True)
+    settled = [(path, st) for mtime, path, st in pending if time.time() - mtime > 20]
+    have = False
+    try:
+        have = _own_file(os.lstat(archive))
+    except FileNotFoundError:
+        pass
+    for path, st in settled:
+        if not have and _own_file(st) and _archive_works(java, path, cache):
+            os.replace(path, archive)
+            have = True
+        else:
+            os.unlink(path)  # a spare or broken recording (~150 MB)
+    if have:
+        return [f"-XX:SharedArchiveFile={archive}"]
+    if len(settled) < len(pending):
+        return []  # another run's JVM is writing one now
+    return [f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}"]
+
+
+def _archive_works(java: str, path: str, cache: str) -> bool:
+    """Whether ``java`` starts with the archive at ``path`` (a truncated one dies of SIGBUS)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [java, *DRIVER_JVM_OPTIONS, f"-XX:SharedArchiveFile={path}", "-Xshare:auto",
+             f"-XX:ErrorFile={os.path.join(cache, 'hs_err_%p.log')}", "-version"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, cwd=cache,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    for name in os.listdir(cache):
+        if name.startswith("hs_err_"):
+            os.unlink(os.path.join(cache, name))
+    return done.returncode == 0
+
 
 class SparkMissing(QConsoleError):
     """PySpark or Java is not installed: the line says what to install."""
@@ -118,6 +224,8 @@ def start_session(
     # Workers run PYSPARK_PYTHON (read from the environment only), else whatever python3 is on
     # PATH: make them run this interpreter, unless the operator chose one (a cluster's path).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # spark-submit first runs a small launcher JVM that only builds the command line
+    os.environ.setdefault("SPARK_LAUNCHER_OPTS", " ".join(DRIVER_JVM_OPTIONS))
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master)
@@ -126,12 +234,20 @@ def start_session(
     )
     if is_local(master):
         builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
+    # The driver JVM schedules and shuffles chunk descriptors and hashes; the work is in Python.
+    # C1 only and the serial GC start it in about half the time on a busy machine.
+    driver_opts = list(DRIVER_JVM_OPTIONS) + class_archive_options()
+    executor_opts: list[str] = []
     if not verbose:
         props = os.path.join(tempfile.mkdtemp(prefix="qconsole-spark-"), "log4j2.properties")
         with open(props, "w") as fh:
             fh.write(_LOG4J2)
         opt = f"-Dlog4j2.configurationFile=file:{props}"
-        builder = builder.config("spark.driver.extraJavaOptions", opt).config("spark.executor.extraJavaOptions", opt)
+        driver_opts.append(opt)
+        executor_opts.append(opt)
+    builder = builder.config("spark.driver.extraJavaOptions", " ".join(driver_opts))
+    if executor_opts:
+        builder = builder.config("spark.executor.extraJavaOptions", " ".join(executor_opts))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     try:
@@ -187,34 +303,55 @@ def file_uri(path: str) -> str:
     return "file://" + os.path.abspath(path)
 
 
+def _buckets(spark: Any) -> int:
+    """Duplicate-counting tasks: one per core (a 16-way split of the hashes at most)."""
+    return max(1, min(16, spark.sparkContext.defaultParallelism))
+
+
 def _partitions(spark: Any) -> int:
     """Read tasks: several per core, so a slow chunk does not leave a core idle at the end."""
     return max(1, spark.sparkContext.defaultParallelism * 4)
 
 
 def write_inventory(
-    spark: Any, root: str, layout: str, queues: Sequence[str], now: float, out_dir: str, counters: Any = None
-) -> list[tuple[str, int]]:
+    spark: Any, root: str, layout: str, queues: Sequence[str], now: float, out_dir: str, counters: Any = None,
+    summarise: inventory.Summarise | None = None, spool: tuple[str, dict[str, Any]] | None = None,
+) -> list[Any]:
     """List, read and write the inventory as Parquet in ONE Spark job; ``(file, rows)`` per task.
 
     Listing tasks (one per queue, up to the cores) cut each queue into chunk descriptors,
     which an identity partitioner deals over the read tasks (only the descriptors are
     shuffled); each read task turns its chunks into Arrow record batches and writes them as
     its own Parquet file with pyarrow. ``out_dir`` must be on the file system every executor
-    mounts at the same path."""
+    mounts at the same path. With ``spool`` (``(directory, index)`` of a spool.SpoolListing:
+    local mode) there is no listing stage: the chunks are dealt from the index and each read
+    task opens its own from the spool.
+
+    With ``summarise`` the same job also summarises: each read task counts the rows it read
+    (summary.QueuePartial per queue) and deals its messages' payload hashes (32 bytes each)
+    over ``summarise.buckets`` duplicate tasks by hash, which count the copies; the result is
+    the read tasks' ``("m", file, rows, partials)`` and the buckets' ``("d", duplicates)``."""
     if os.path.isdir(out_dir) and not os.path.islink(out_dir):
         shutil.rmtree(out_dir)  # what Spark's mode("overwrite") did
     os.makedirs(out_dir, exist_ok=True)
     sc = spark.sparkContext
     parts = _partitions(spark)
-    specs = [(layout, root, q, float(now)) for q in queues]
-    return (
-        sc.parallelize(specs, max(1, min(len(specs), sc.defaultParallelism)))
-        .mapPartitions(functools.partial(inventory.keyed_chunks, partitions=parts, counters=counters))
-        .partitionBy(parts, _identity)
-        .mapPartitionsWithIndex(functools.partial(inventory.write_partition, out_dir=out_dir, counters=counters))
-        .collect()
-    )
+    if spool is not None:  # listed already (local mode): the read tasks open their chunks
+        spool_dir, index = spool
+        chunks = sc.parallelize(spool_mod.deal(index, parts), parts).mapPartitions(functools.partial(
+            spool_mod.spooled_chunks, spool_dir=spool_dir, store=layout, location=root))
+    else:
+        specs = [(layout, root, q, float(now)) for q in queues]
+        chunks = (
+            sc.parallelize(specs, max(1, len(specs)))
+            .mapPartitions(functools.partial(inventory.keyed_chunks, partitions=parts, counters=counters))
+            .partitionBy(parts, _identity)
+        )
+    written = chunks.mapPartitionsWithIndex(functools.partial(
+        inventory.write_partition, out_dir=out_dir, counters=counters, summarise=summarise))
+    if summarise is not None:
+        written = written.partitionBy(summarise.buckets, _identity).mapPartitions(inventory.count_duplicates)
+    return written.collect()
 
 
 def _identity(key: int) -> int:
@@ -228,8 +365,11 @@ def read_inventory(spark: Any, out_dir: str) -> Any:
 def queue_summaries(
     spark: Any, msgs: Any, queues: Sequence[tuple[str, str]], now: float, threshold: int, redelivery: str | None
 ) -> list[dict[str, Any]]:
-    """Per-queue stats (the shape of summary.empty_stats) from the inventory: ONE action.
+    """Per-queue stats (the shape of summary.empty_stats) from an inventory DataFrame: ONE action.
 
+    The report itself summarises in its inventory job (cheaper than a first SQL query on a
+    fresh JVM); this is the same summary as a Spark SQL query over the Parquet -- for an
+    inventory written earlier, and the tests' independent check of the job's figures.
     One groupBy(queue) computes counts by state, the age histogram, percentiles, bytes,
     errors and the poison list (min_by with k: no window); the duplicate payloads need a
     groupBy(queue, hash) first; both are joined and collected together."""
@@ -364,14 +504,17 @@ def run_report(
     history_files: Sequence[str] = (),
     progress: Any = None,
     location: str | None = None,
+    listing: spool_mod.SpoolListing | None = None,
 ) -> dict[str, Any]:
     """Run the whole report on ``spark``; writes DIR/messages/, DIR/trends/, DIR/summary.json.
 
-    Two Spark actions: one job lists, reads and writes the inventory; one query computes the
-    summaries (plus one for trends with ``--history``). The driver holds queue names, one row
-    per written Parquet file and one per queue, never the inventory. ``location``: what the
+    ONE Spark job lists, reads, writes the inventory and summarises it (plus one for trends with
+    ``--history``). The driver holds queue names, one record per written Parquet file (with
+    its per-queue partial summaries: counts, the value counts of ages in whole seconds and of
+    sizes, the top poison candidates) and one per hash bucket, never the inventory. ``location``: what the
     executors open when it differs from the ``root`` shown (an RSMQ target's URL with its
-    parameters but no password)."""
+    parameters but no password). ``listing``: a spool.SpoolListing started before the session
+    (local mode): the job reads its chunks instead of listing; it is removed at the end."""
     import json
     import threading
     import time
@@ -392,33 +535,66 @@ def run_report(
     listed: dict[str, float] = {}
     lock = threading.Lock()
 
+    redelivery = inventory.redelivery_field(layout)
+    parts = _partitions(spark)
+
+    spooled: tuple[str, dict[str, Any]] | None = None
+
     def stage_detail(finished: bool = False) -> str:
         q, f, r = (c.value for c in counters)
+        if spooled is not None:
+            q, f = n, spooled[1]["files_total"]
         if q < n and not finished:
             return f"listing: {q}/{n} queue(s), {f:,} file(s)"
         with lock:
             if "at" not in listed:
                 listed["at"] = time.monotonic()
-                progress.line(f"listing: {f:,} file(s) in {n} queue(s) · {listed['at'] - started:.1f}s")
+                took = spooled[1]["seconds"] if spooled is not None else listed["at"] - started
+                beside = " (beside the session start)" if spooled is not None else ""
+                progress.line(f"listing: {f:,} file(s) in {n} queue(s) · {took:.1f}s{beside}")
+            if (r >= f or finished) and "read" not in listed:
+                listed["read"] = time.monotonic()
+                progress.line(f"reading: {r:,} file(s) read into {parts} Parquet file(s) · {listed['read'] - listed['at']:.1f}s")
+        if "read" in listed:
+            return "summarising: counting duplicate payloads"
         return f"reading: {r:,}/{f:,} file(s)"
 
-    redelivery = inventory.redelivery_field(layout)
-    progress.phase("listing and reading on the executors")
+    progress.phase("listing, reading and summarising on the executors")
     progress.detail(stage_detail)
-    written = write_inventory(spark, location or root, layout, queues, now, messages_dir, counters)
-    stage_detail(finished=True)  # the listing line, if the poll missed the moment
+    spec = inventory.Summarise(float(now), threshold, redelivery, _buckets(spark))
+    try:
+        if listing is not None:
+            progress.detail(None)
+            progress.phase("listing (started beside the session)")
+            index = listing.index()
+            index["files_total"] = sum(index["files"].values())
+            spooled = (listing.dir, index)
+            progress.phase("reading and summarising on the executors")
+            progress.detail(stage_detail)
+            stage_detail()
+        out = write_inventory(spark, location or root, layout, queues, now, messages_dir, counters, spec, spooled)
+    finally:
+        if listing is not None:
+            listing.cleanup()
+    stage_detail(finished=True)  # the listing and reading lines, if the poll missed the moments
     progress.detail(None)
-    rows = sum(r for _f, r in written)
-    progress.line(
-        f"reading: {counters[2].value:,} file(s) read, {rows:,} inventory row(s) in {len(written)} "
-        f"Parquet file(s) · {time.monotonic() - listed['at']:.1f}s"
-    )
-
-    progress.phase(f"summarising {n} queue(s)")
-    t = time.monotonic()
-    msgs = read_inventory(spark, messages_dir)
-    stats = queue_summaries(spark, msgs, [(q, layout) for q in queues], now, threshold, redelivery)
-    progress.line(f"summarising: {n} queue(s), {sum(s['counts']['total'] for s in stats):,} message(s) · {time.monotonic() - t:.1f}s")
+    partials: dict[str, summary.QueuePartial] = {}
+    dup_parts = []
+    rows = 0
+    for rec in out:
+        if rec[0] == "m":
+            rows += rec[2]
+            for q, part in rec[3].items():
+                if q in partials:
+                    partials[q].merge(part)
+                else:
+                    partials[q] = part
+        else:
+            dup_parts.append(rec[1])
+    stats = summary.stats_from_partials(
+        partials, summary.merge_duplicates(dup_parts), [(q, layout, redelivery) for q in queues], threshold)
+    progress.line(f"summarising: {n} queue(s), {sum(s['counts']['total'] for s in stats):,} message(s), "
+                  f"{rows:,} inventory row(s) · {time.monotonic() - listed['read']:.1f}s")
 
     trends: list[dict[str, Any]] | None = None
     trends_dir = None

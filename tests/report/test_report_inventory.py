@@ -183,3 +183,138 @@ def test_history_lines_become_samples_and_junk_is_counted(tmp_path):
 def test_importing_the_cli_does_not_import_pyspark():
     code = "import sys, qconsole.cli; sys.exit(1 if any(m.startswith('pyspark') for m in sys.modules) else 0)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def _sorted_msgs(cols) -> list[tuple]:
+    return sorted(zip(cols.id, cols.state, cols.relpath, cols.priority, cols.created_at, cols.deadline))
+
+
+@pytest.mark.parametrize("build", [build_ddmq_root, build_vsqs_root])
+def test_the_scanners_columns_are_its_messages(tmp_path, build):
+    """collect="columns" (the report's listing: no Message per file, no sort) lists exactly the
+    messages collect=True lists, with the same counts and errors."""
+    build(str(tmp_path / "r"))
+    handle = Root(str(tmp_path / "r"))
+    now = time.time()
+    for name in handle.queue_names()[0]:
+        full = handle.module.scan_queue(handle.path, name, now, collect=True)
+        cols = handle.module.scan_queue(handle.path, name, now, collect="columns")
+        assert len(cols.messages) == len(full.messages)
+        assert _sorted_msgs(cols.messages) == sorted(
+            (m.id, m.state, m.relpath, m.priority, m.created_at, m.deadline) for m in full.messages)
+        assert (cols.counts, cols.errors, cols.warnings) == (full.counts, full.errors, full.warnings)
+
+
+@pytest.mark.parametrize("build", [build_ddmq_root, build_vsqs_root])
+def test_partials_over_many_tasks_and_hash_buckets_equal_the_single_pass(tmp_path, build):
+    """What the Spark job does, without Spark: chunks of 2 dealt over 3 read tasks, each
+    summarising what it read (write_partition with summarise), the payload hashes counted in
+    2 buckets (count_duplicates), the partials merged -- equals the one-process summary."""
+    build(str(tmp_path / "r"))
+    handle = Root(str(tmp_path / "r"))
+    names, _errors = handle.queue_names()
+    now = time.time()
+    redelivery = inventory.redelivery_field(handle.layout)
+    queues = [(n, handle.layout, redelivery) for n in names]
+    chunks = [c for q in names for c in inventory.list_chunks(handle.layout, handle.path, q, now, size=2)]
+    spec = inventory.Summarise(now, 2, redelivery, 2)
+    out = tmp_path / "out"
+    out.mkdir()
+    records = []
+    for task in range(3):
+        mine = [(task, c) for i, c in enumerate(chunks) if i % 3 == task]
+        records += list(inventory.write_partition(task, mine, str(out), summarise=spec))
+    metas = [r for _b, r in records if r[0] == "m"]
+    assert sorted(os.listdir(out)) == [f"part-0000{i}.parquet" for i in range(3)]
+    assert sum(m[2] for m in metas) == sum(c["files"] for c in chunks)
+    dup_parts = []
+    for bucket in range(2):
+        res = list(inventory.count_duplicates((b, r) for b, r in records if b == bucket))
+        assert res[-1][0] == "d"
+        dup_parts.append(res[-1][1])
+    partials: dict = {}
+    for m in metas:
+        for q, part in m[3].items():
+            partials.setdefault(q, summary.QueuePartial()).merge(part)
+    got = summary.stats_from_partials(partials, summary.merge_duplicates(dup_parts), queues, 2)
+    cols = inventory.scan_root_columns(handle.layout, handle.path, names, now)
+    assert got == summary.queue_stats_columns(cols, queues, now, 2)
+    jobs = next(s for s in got if s["name"] == "jobs")
+    assert jobs["duplicates"]["messages"] == 2 and jobs["counts"]["total"] > 0
+
+
+def test_percentiles_from_value_counts_equal_the_sorted_list():
+    from collections import Counter
+
+    import random
+
+    rnd = random.Random(5)
+    for n in (1, 2, 3, 7, 100, 1001):
+        values = [rnd.randrange(50) for _ in range(n)]
+        want = [summary.percentile(values, p) for p in summary.PERCENTILES]
+        assert summary._pct_counts(Counter(values)) == want
+    assert summary._pct_counts(Counter()) == [None] * len(summary.PERCENTILES)
+
+
+def test_the_spool_lists_in_a_helper_and_refuses_what_it_did_not_write(tmp_path):
+    """Local mode lists in a helper process into a spool of JSON chunks (no pickle); a read
+    task checks every chunk: the expected queue, no path out of the queue directory."""
+    from qconsole.errors import QConsoleError
+    from qconsole.report import spool
+
+    build_ddmq_root(str(tmp_path / "r"))
+    handle = Root(str(tmp_path / "r"))
+    names, _errors = handle.queue_names()
+    now = time.time()
+    listing = spool.SpoolListing(handle.layout, handle.path, names, now, str(tmp_path / "out"))
+    try:
+        index = listing.index()
+        assert index["files"] == {"empty": 0, "jobs": 9}
+        dealt = spool.deal(index, 4)
+        assert sorted(c[2] for g in dealt for c in g) == sorted(c[2] for c in index["chunks"])
+        loaded = [c for _k, c in spool.spooled_chunks(iter(dealt), listing.dir, handle.layout, handle.path)]
+        want = [c for q in names for c in inventory.list_chunks(handle.layout, handle.path, q, now)]
+        norm = lambda c: json_roundtrip(c)  # noqa: E731
+        assert sorted(map(norm, loaded), key=repr) == sorted(map(norm, want), key=repr)
+        rows = sorted(r for c in loaded for r in inventory.rows_of(inventory.read_chunk(c)))
+        assert rows == sorted(inventory.scan_root_rows(handle.path, handle.layout, names, now))
+        name = index["chunks"][0][2]
+        with pytest.raises(QConsoleError, match="not a chunk of queue"):
+            spool.load_chunk(listing.dir, name, handle.layout, handle.path, "other")
+        import json
+
+        path = os.path.join(listing.dir, name)
+        doc = json.load(open(path))
+        doc["items"]["msgs"][2][0] = "../../etc/passwd"
+        os.unlink(path)
+        with open(path, "w") as fh:
+            json.dump(doc, fh)
+        with pytest.raises(QConsoleError, match="outside the queue directory"):
+            spool.load_chunk(listing.dir, name, handle.layout, handle.path, doc["queue"])
+        os.unlink(path)
+        os.symlink("/etc/hostname", path)
+        with pytest.raises(QConsoleError, match="symlink"):
+            spool.load_chunk(listing.dir, name, handle.layout, handle.path, doc["queue"])
+        with pytest.raises(QConsoleError, match="not a listing chunk name"):
+            spool.load_chunk(listing.dir, "../x.json", handle.layout, handle.path, doc["queue"])
+    finally:
+        listing.cleanup()
+    assert not os.path.exists(listing.dir)
+
+
+def json_roundtrip(obj):
+    import json
+
+    return json.loads(json.dumps(obj))
+
+
+def test_a_failed_listing_helper_is_one_line(tmp_path):
+    from qconsole.errors import QConsoleError
+    from qconsole.report import spool
+
+    listing = spool.SpoolListing("nosuch", str(tmp_path), ["q"], time.time(), str(tmp_path / "out"))
+    try:
+        with pytest.raises(QConsoleError, match="^listing failed: .*no report reader"):
+            listing.index()
+    finally:
+        listing.cleanup()

@@ -55,6 +55,11 @@ def test_ddmq_report_equals_scan_python_pass_and_hand_values(spark, tmp_path):
         for key in want:
             assert (key, got[key]) == (key, want[key])
     assert doc["queues"] == expected
+    # the job summarised on the executors (partials + hash buckets); a Spark SQL query over
+    # the Parquet it wrote gives the same figures
+    sql = spark_job.queue_summaries(spark, spark_job.read_inventory(spark, os.path.join(out, "messages")),
+                                    [(n, handle.layout) for n in names], now, 3, "requeue_counter")
+    assert sql == expected
     # and the counts equal the core scan's (what `stats` prints)
     scan = {q.name: q for q in handle.scan(now=now).queues}
     for q in doc["queues"]:
@@ -104,8 +109,8 @@ def test_cli_report_on_a_vsqs_root_writes_summary_and_parquet(spark, tmp_path):
     # progress on stderr: one line per stage, with its counts
     err = result.stderr
     assert "listing: 6 file(s) in 2 queue(s)" in err, err
-    assert "reading: 6 file(s) read, 6 inventory row(s)" in err, err
-    assert "summarising: 2 queue(s), 5 message(s)" in err, err
+    assert "reading: 6 file(s) read into " in err, err
+    assert "summarising: 2 queue(s), 5 message(s), 6 inventory row(s)" in err, err
     doc = json.load(open(os.path.join(out, "summary.json")))
     assert doc["poison_threshold"] == 2
     scan = {q.name: q for q in Root(str(tmp_path / "vs")).scan().queues}
@@ -151,3 +156,46 @@ def test_a_bad_master_url_is_one_line_and_exit_2(tmp_path):
     assert len(lines) == 1, proc.stderr
     assert "unknown Spark master 'bogus://nowhere'" in lines[0] and "spark://HOST:PORT" in lines[0]
     assert not os.path.exists(tmp_path / "out")  # refused before anything was written
+
+
+def test_the_class_archive_is_recorded_then_adopted_only_if_a_jvm_starts_with_it(tmp_path, monkeypatch):
+    """Driver JVM start-up: the first run records a class-data-sharing archive at exit, a later
+    run adopts it once it has settled -- and only if a JVM starts with it (a cut one crashes)."""
+    from qconsole.report import spark_job
+
+    if spark_job.java_missing():
+        pytest.skip("no Java")
+    monkeypatch.delenv(spark_job.CDS_ENV, raising=False)
+    cache = tmp_path / "cache"
+    (opt,) = spark_job.class_archive_options(str(cache))
+    assert opt.startswith("-XX:ArchiveClassesAtExit=")
+    recording = opt.split("=", 1)[1]
+    archive = recording.rsplit(".", 1)[0]
+    java = spark_job._java_binary()
+    subprocess.run([java, *spark_job.DRIVER_JVM_OPTIONS, opt, "-version"], check=True, capture_output=True)
+    assert os.path.getsize(recording) > 0
+    assert spark_job.class_archive_options(str(cache)) == []  # just written: maybe still being written
+    old = time.time() - 60
+    os.utime(recording, (old, old))
+    assert spark_job.class_archive_options(str(cache)) == [f"-XX:SharedArchiveFile={archive}"]
+    assert os.listdir(cache) == [os.path.basename(archive)]
+    subprocess.run([java, *spark_job.DRIVER_JVM_OPTIONS, f"-XX:SharedArchiveFile={archive}", "-version"], check=True,
+                   capture_output=True)
+
+    # a recording cut short (its JVM killed mid-write) is never adopted, and is removed
+    data = open(archive, "rb").read()
+    os.unlink(archive)
+    cut = archive + ".123"
+    with open(cut, "wb") as fh:
+        fh.write(data[: len(data) // 3])
+    os.utime(cut, (old, old))
+    (opt,) = spark_job.class_archive_options(str(cache))
+    assert opt.startswith("-XX:ArchiveClassesAtExit=") and not os.path.exists(cut) and not os.path.exists(archive)
+    assert not [n for n in os.listdir(cache) if n.startswith("hs_err")]
+
+    # not in a directory others can write to, and never when turned off
+    os.chmod(cache, 0o777)
+    assert spark_job.class_archive_options(str(cache)) == []
+    os.chmod(cache, 0o700)
+    monkeypatch.setenv(spark_job.CDS_ENV, "0")
+    assert spark_job.class_archive_options(str(cache)) == []

@@ -15,7 +15,7 @@ from collections import Counter
 from itertools import repeat
 from operator import attrgetter, itemgetter, methodcaller
 
-from ...model import Message, QueueScan
+from ...model import Message, MessageColumns, QueueScan
 from ...states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 from ...timeunits import ddmq_created
 from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
@@ -191,7 +191,7 @@ def listing_dirs(root: str, name: str) -> list[str]:
 
 @gc_paused
 def scan_queue(
-    root: str, name: str, now: float | None = None, *, collect: bool = False, check_types: bool = False,
+    root: str, name: str, now: float | None = None, *, collect: bool | str = False, check_types: bool = False,
     beside: bool | None = False, stream: bool = True,
 ) -> QueueScan:
     """Count one ddmq queue from two directory listings (queue dir and work/).
@@ -200,7 +200,9 @@ def scan_queue(
     also flags non-regular entries named like messages. A big directory is counted from its
     listing in chunks (:func:`_summarize_waiting`, :func:`_summarize_work`), parsed in a
     forked process when ``beside`` (single-threaded callers only); ``stream=False`` holds
-    whole listings.
+    whole listings. ``collect="columns"`` (the report's listing) fills ``messages`` with
+    :class:`~qconsole.model.MessageColumns` instead: the same messages as columns, the ready
+    ones in no particular order (no sort, no object per message).
     """
     now = time.time() if now is None else now
     scan = QueueScan(name=name, layout=DDMQ, scanned_at=now)
@@ -300,11 +302,37 @@ def scan_queue(
             "so e.g. priority 10 is taken before 9"
         )
     scan.errors.extend(errors.result())
-    if collect:
+    if collect == "columns":
+        scan.messages = _columns(wgroups, hgroups, now)  # type: ignore[assignment]
+    elif collect:
         waiting = {g[2]: (f"{g[0]}.{g[1]}.ddmq{g[2]}", g[0], g[1]) for g in wgroups}
         held_msgs = {g[3]: (f"{g[0]}.{g[1]}.{g[2]}.ddmq{g[3]}", int(g[0]), g[1], g[2]) for g in hgroups}
         scan.messages = _messages(name, waiting, held_msgs, now)
     return scan
+
+
+def _columns(wgroups: list[tuple[str, ...]], hgroups: list[tuple[str, ...]], now: float) -> MessageColumns:
+    """The messages of de-duplicated name groups as columns (what :func:`_messages` builds, as
+    Messages, in delivery order): per-value work in C (map/zip), waiting ones in listing order."""
+    # waiting (prio, qn, uid): the file name is rebuilt, as _messages does
+    prios_w = list(map(_FIRST, wgroups))
+    qns_w = list(map(_SECOND, wgroups))
+    uids_w = list(map(_THIRD, wgroups))
+    names_w = list(map("{0[0]}.{0[1]}.ddmq{0[2]}".format, wgroups))
+    as_int = {p: int(p) for p in set(prios_w)}
+    cols = MessageColumns(
+        uids_w, [READY] * len(wgroups), names_w, list(map(as_int.__getitem__, prios_w)),
+        _created_all(qns_w), [None] * len(wgroups),
+    )
+    for dl, prio, qn, uid in hgroups:  # (deadline, prio, qn, uid): the few consumed ones
+        deadline = int(dl)
+        cols.id.append(uid)
+        cols.state.append(EXPIRED if is_expired(deadline, now) else INFLIGHT)
+        cols.relpath.append(f"{WORK}/{dl}.{prio}.{qn}.ddmq{uid}")
+        cols.priority.append(int(prio))
+        cols.created_at.append(ddmq_created(qn))
+        cols.deadline.append(float(deadline))
+    return cols
 
 
 def _held_figures(hgroups: list[tuple[str, ...]], now: float) -> tuple[dict[tuple[str, bool], int], float | None]:

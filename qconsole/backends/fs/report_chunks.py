@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from operator import attrgetter
 from typing import Any
 
 from ..ddmq import body as ddmq_body
@@ -82,33 +81,39 @@ def _leftover_rows(root: str, layout: str, queue: str, known: set[str]) -> Itera
                 yield other_row(queue, layout, FOREIGN, rel, f"foreign file: {why}")
 
 
-_FIELDS = tuple(attrgetter(f) for f in ("id", "state", "relpath", "priority", "created_at", "deadline"))
+def _has_leftovers(scan: Any, cols: Any) -> bool:
+    """Whether the scan counted files that are not messages (foreign, or qconsole temp files:
+    the ``writing`` count minus the writing messages it listed)."""
+    listed_writing = cols.state.count(WRITING) if cols is not None and scan.counts[WRITING] else 0
+    return bool(scan.counts[FOREIGN] or scan.counts[WRITING] - listed_writing)
 
 
 def list_chunks(store: str, location: str, queue: str, now: float, size: int) -> Iterator[dict[str, Any]]:
     """List one queue once with the core's scanner and cut it into chunk descriptors.
 
     Message chunks carry the scanner's fields as columns (``msgs``: ids, states, relpaths,
-    priorities, created and deadlines in epoch seconds), at most ``size`` messages each, so a dominant queue is
-    read by many tasks; a last ``rows`` chunk holds the files that are not messages (temp,
-    foreign) or the one row of a queue that could not be listed.
+    priorities, created and deadlines in epoch seconds), at most ``size`` messages each, so a
+    dominant queue is read by many tasks; a last ``rows`` chunk holds the files that are not
+    messages (temp, foreign) or the one row of a queue that could not be listed. The scanner
+    collects columns (``collect="columns"``): no Message object per file and no sort in this
+    one listing task; the per-value conversions happen in read_chunk, spread over the read tasks.
     """
-    scan = module_for(store).scan_queue(location, queue, now, collect=True)
-    messages = scan.messages or []
+    scan = module_for(store).scan_queue(location, queue, now, collect="columns")
+    cols = scan.messages
+    n = len(cols) if cols is not None else 0
+    fields = (cols.id, cols.state, cols.relpath, cols.priority, cols.created_at, cols.deadline) if n else ()
     seq = 0
-    for start in range(0, len(messages), size):
-        part = messages[start : start + size]
-        # the scanner's fields as they are (attribute reads in C): the per-value conversions
-        # happen in read_chunk, spread over the read tasks, not in this one listing task
-        cols = tuple(list(map(get, part)) for get in _FIELDS)
+    for start in range(0, n, size):
         yield {"store": store, "location": location, "queue": queue, "now": now, "seq": seq,
-               "files": len(part), "items": {"msgs": cols}}
+               "files": min(size, n - start), "items": {"msgs": tuple(c[start : start + size] for c in fields)}}
         seq += 1
-    if scan.errors and scan.errors[0].startswith("cannot read") and not messages:
+    if scan.errors and scan.errors[0].startswith("cannot read") and not n:
         # the queue directory itself could not be listed: one row says so
         rows = [other_row(queue, store, None, ".", scan.errors[0])]
-    else:
-        rows = list(_leftover_rows(location, store, queue, {m.relpath for m in messages}))
+    elif _has_leftovers(scan, cols):
+        rows = list(_leftover_rows(location, store, queue, set(cols.relpath) if n else set()))
+    else:  # the scan counted no temp or foreign file: no second listing
+        rows = []
     if rows:
         yield {"store": store, "location": location, "queue": queue, "now": now, "seq": seq,
                "files": len(rows), "items": {"rows": rows}}
