@@ -70,9 +70,10 @@ class Message(_Record):
         return self.relpath.rpartition("/")[2]
 
 
-class MessageColumns(_Record):
+class ListingColumns(_Record):
     """A queue's messages as parallel lists (``scan_queue(collect="columns")``, the report's
-    listing): the Message fields the inventory needs, no object per message."""
+    listing): the Message fields the inventory needs, no object per message, in no order.
+    (The console's ordered, diffable list of a queue is :class:`qconsole.columns.MessageColumns`.)"""
 
     __slots__ = ("id", "state", "relpath", "priority", "created_at", "deadline")
 

@@ -15,7 +15,7 @@ from collections import Counter
 from itertools import repeat
 from operator import attrgetter, itemgetter, methodcaller
 
-from ...model import Message, MessageColumns, QueueScan
+from ...model import Message, ListingColumns, QueueScan
 from ...states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 from ...timeunits import ddmq_created
 from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
@@ -201,7 +201,7 @@ def scan_queue(
     listing in chunks (:func:`_summarize_waiting`, :func:`_summarize_work`), parsed in a
     forked process when ``beside`` (single-threaded callers only); ``stream=False`` holds
     whole listings. ``collect="columns"`` (the report's listing) fills ``messages`` with
-    :class:`~qconsole.model.MessageColumns` instead: the same messages as columns, the ready
+    :class:`~qconsole.model.ListingColumns` instead: the same messages as columns, the ready
     ones in no particular order (no sort, no object per message).
     """
     now = time.time() if now is None else now
@@ -311,7 +311,7 @@ def scan_queue(
     return scan
 
 
-def _columns(wgroups: list[tuple[str, ...]], hgroups: list[tuple[str, ...]], now: float) -> MessageColumns:
+def _columns(wgroups: list[tuple[str, ...]], hgroups: list[tuple[str, ...]], now: float) -> ListingColumns:
     """The messages of de-duplicated name groups as columns (what :func:`_messages` builds, as
     Messages, in delivery order): per-value work in C (map/zip), waiting ones in listing order."""
     # waiting (prio, qn, uid): the file name is rebuilt, as _messages does
@@ -320,7 +320,7 @@ def _columns(wgroups: list[tuple[str, ...]], hgroups: list[tuple[str, ...]], now
     uids_w = list(map(_THIRD, wgroups))
     names_w = list(map("{0[0]}.{0[1]}.ddmq{0[2]}".format, wgroups))
     as_int = {p: int(p) for p in set(prios_w)}
-    cols = MessageColumns(
+    cols = ListingColumns(
         uids_w, [READY] * len(wgroups), names_w, list(map(as_int.__getitem__, prios_w)),
         _created_all(qns_w), [None] * len(wgroups),
     )

@@ -191,7 +191,7 @@ def _build(queue: str, now: float, ready: list[str], acc: _Acc, *, partial: bool
     counts[READY] = len(ready)
     counts[WRITING] = len(writing) + acc.temp
     counts[FOREIGN] = acc.foreign
-    inflight, expired, next_deadline = _held_counts(held, now)
+    inflight, expired, next_deadline = _held_counts(list(held.values()), now)
     counts[INFLIGHT] = inflight
     counts[EXPIRED] = expired
     scan.next_deadline = next_deadline

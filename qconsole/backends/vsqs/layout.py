@@ -13,7 +13,7 @@ import time
 from itertools import compress, filterfalse, repeat
 from operator import attrgetter, itemgetter, methodcaller, not_, truediv
 
-from ...model import Message, MessageColumns, QueueScan
+from ...model import Message, ListingColumns, QueueScan
 from ...states import EXPIRED, FOREIGN, INFLIGHT, READY, VSQS, WRITING
 from ...timeunits import vsqs_divisor
 from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
@@ -152,7 +152,7 @@ def scan_queue(
     and the like that are named like messages as ``foreign``. A big queue is counted from
     its listing in chunks (:func:`_scan_streamed`), parsed in a forked process when
     ``beside`` (single-threaded callers only). ``collect="columns"`` (the report's listing)
-    fills ``messages`` with :class:`~qconsole.model.MessageColumns`: the same messages, the
+    fills ``messages`` with :class:`~qconsole.model.ListingColumns`: the same messages, the
     ready ones in no particular order (no sort, no object per message).
     """
     now = time.time() if now is None else now
@@ -256,11 +256,11 @@ def scan_queue(
 
 def _columns(
     ready: list[str], held: dict[str, str], held_seconds: dict[str, float], writing: set[str], now: float
-) -> MessageColumns:
+) -> ListingColumns:
     """What :func:`_messages` builds, as columns: the ready ids (most of a queue) in listing
     order with per-value work in C, then the few held and writing ones."""
     n = len(ready)
-    cols = MessageColumns(list(ready), [READY] * n, list(ready), [None] * n, _created(ready), [None] * n)
+    cols = ListingColumns(list(ready), [READY] * n, list(ready), [None] * n, _created(ready), [None] * n)
     for mid, dl in held.items():
         secs = held_seconds[mid]
         cols.id.append(mid)
