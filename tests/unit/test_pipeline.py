@@ -75,7 +75,7 @@ def test_streamed_count_beside_equals_one_process_and_the_exact_path(tmp_path):
     for i in range(3000):  # ready, held (expired and in flight), writing, temp, foreign, and a consume in flight
         name = {0: f"{base + i}.{base + 10**12}", 1: f"{base + i}.{base - 10**9}", 2: f"{base + i}.new"}.get(i % 50, str(base + i))
         (q / name).touch()
-    for extra in ("junk", ".qconsole-tmp-x", f"{base + 7}.{base + 10**12}", "17\n18", "١٢٣"):
+    for extra in ("junk", ".qconsole-tmp-x", f"{base + 7}.{base + 10**12}", "17\n18", "١٢٣", "1" * 30 + ".5"):
         (q / extra).touch()
     os.close(os.open(os.fsencode(q) + b"/\xff\xfe17", os.O_CREAT | os.O_WRONLY))  # not UTF-8
     got = _run(f"""
@@ -94,7 +94,8 @@ def test_streamed_count_beside_equals_one_process_and_the_exact_path(tmp_path):
     """)
     exact, here, beside = got
     assert exact == here == beside
-    assert exact[0]["ready"] == 3000 - 3 * 60 - 1 and exact[0]["writing"] == 61 and exact[0]["foreign"] == 4
+    assert exact[0]["ready"] == 3000 - 3 * 60 - 1 and exact[0]["writing"] == 61 and exact[0]["foreign"] == 5
+    assert any("absurd id" in line for line in exact[3])  # the same error line on every path
 
 
 def test_a_frame_too_long_stops_the_child():

@@ -22,8 +22,8 @@ from ...columns import STATE_CODE, MessageColumns
 from ...model import Message, QueueScan
 from ...states import EXPIRED, FOREIGN, INFLIGHT, READY, STATES, VSQS, WRITING
 from ...timeunits import vsqs_divisor
-from ..fs.listing import QC_TEMP_PREFIX, ErrorList, gc_paused, listing_chunks, os_error_line
-from .layout import _HELD_RE, _GROUPS, _STRING, MAX_DIGITS, _ascii_digits, _held_counts, is_ascii_digits, parse_name
+from ..fs.listing import ErrorList, gc_paused, listing_chunks, os_error_line
+from .layout import _HELD_RE, _GROUPS, _STRING, MAX_DIGITS, _ascii_digits, _held_counts, sort_rest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,30 +97,11 @@ class _Acc:
             matches = [m for m in matches if m.string not in irregular]
         self.held.update(map(_GROUPS, matches))
         if len(matches) != len(rest):
-            matched = set(map(_STRING, matches))
-            for fname in rest:
-                if fname in matched:
-                    continue
-                if fname.startswith(QC_TEMP_PREFIX):
-                    self.temp += 1
-                    continue
-                parsed = parse_name(fname)
-                if parsed is None:
-                    self.foreign += 1
-                    head, _dot, tail = fname.partition(".")
-                    if is_ascii_digits(head) and (len(head) > MAX_DIGITS or (is_ascii_digits(tail) and len(tail) > MAX_DIGITS)):
-                        self.errors.add(f"{fname[:60]}{'...' if len(fname) > 60 else ''}: absurd id or deadline "
-                                        f"(more than {MAX_DIGITS} digits); counted as foreign")
-                    continue
-                if fname in irregular:
-                    self.foreign += 1
-                    self.errors.add(f"{fname}: named like a message but not a regular file")
-                    continue
-                kind, mid, deadline = parsed
-                if kind == WRITING:
-                    self.writing.add(mid)
-                else:
-                    self.held[mid] = deadline  # type: ignore[assignment]
+            held, writing, temp, foreign = sort_rest(rest, irregular, set(map(_STRING, matches)), self.errors)
+            self.held.update(held)
+            self.writing.update(writing)
+            self.temp += temp
+            self.foreign += foreign
         return ready
 
 

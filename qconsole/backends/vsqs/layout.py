@@ -135,6 +135,42 @@ def _ascii_digits(names: list[str]) -> tuple[list[str], list[str]]:
     return ready, list(filterfalse(str.isdigit, names))
 
 
+def sort_rest(
+    rest: list[str], irregular: frozenset[str] | set[str], matched: set[str] | frozenset[str], errors: ErrorList,
+) -> tuple[list[tuple[str, str]], list[str], int, int]:
+    """(held ``(id, deadline)`` pairs, writing ids, qconsole temp files, foreign entries) of the
+    names of a listing that are neither ready ids nor in ``matched`` (held names already
+    matched in bulk), with an error line for the absurd and the irregular ones. The one place
+    for these rules: the exact count, the streamed count and the console's columns use it."""
+    held: list[tuple[str, str]] = []
+    writing: list[str] = []
+    temp = foreign = 0
+    for fname in rest:
+        if fname in matched:
+            continue
+        if fname.startswith(QC_TEMP_PREFIX):
+            temp += 1
+            continue
+        parsed = parse_name(fname)
+        if parsed is None:
+            foreign += 1
+            head, _dot, tail = fname.partition(".")
+            if is_ascii_digits(head) and (len(head) > MAX_DIGITS or (is_ascii_digits(tail) and len(tail) > MAX_DIGITS)):
+                errors.add(f"{fname[:60]}{'...' if len(fname) > 60 else ''}: absurd id or deadline "
+                           f"(more than {MAX_DIGITS} digits); counted as foreign")
+            continue
+        if fname in irregular:
+            foreign += 1
+            errors.add(f"{fname}: named like a message but not a regular file")
+            continue
+        kind, mid, deadline = parsed
+        if kind == WRITING:
+            writing.append(mid)
+        else:
+            held.append((mid, deadline))  # type: ignore[arg-type]
+    return held, writing, temp, foreign
+
+
 def listing_dirs(root: str, name: str) -> list[str]:
     """The directories one queue's scan lists."""
     return [os.path.join(root, name)]
@@ -187,30 +223,9 @@ def scan_queue(
     temp = 0
     foreign = 0
     if len(held_matches) != len(rest):
-        matched = set(map(_STRING, held_matches))
-        for fname in rest:
-            if fname in matched:
-                continue
-            if fname.startswith(QC_TEMP_PREFIX):
-                temp += 1
-                continue
-            parsed = parse_name(fname)
-            if parsed is None:
-                foreign += 1
-                head, _dot, tail = fname.partition(".")
-                if is_ascii_digits(head) and (len(head) > MAX_DIGITS or (is_ascii_digits(tail) and len(tail) > MAX_DIGITS)):
-                    errors.add(f"{fname[:60]}{'...' if len(fname) > 60 else ''}: absurd id or deadline "
-                               f"(more than {MAX_DIGITS} digits); counted as foreign")
-                continue
-            if fname in irregular:
-                foreign += 1
-                errors.add(f"{fname}: named like a message but not a regular file")
-                continue
-            kind, mid, deadline = parsed
-            if kind == WRITING:
-                writing.add(mid)
-            else:
-                held[mid] = deadline  # type: ignore[assignment]
+        more_held, more_writing, temp, foreign = sort_rest(rest, irregular, set(map(_STRING, held_matches)), errors)
+        held.update(more_held)
+        writing.update(more_writing)
     if irregular and not irregular.isdisjoint(ready):
         for fname in sorted(irregular.intersection(ready)):
             foreign += 1
@@ -465,26 +480,11 @@ def _count_chunks(chunks: Iterable[tuple[list[str], frozenset[str] | set[str]]],
             matches = [m for m in matches if m.string not in irregular]
         pairs = list(map(_GROUPS, matches))
         if len(matches) != len(rest):
-            matched = set(map(_STRING, matches))
-            for fname in rest:
-                if fname in matched:
-                    continue
-                if fname.startswith(QC_TEMP_PREFIX):
-                    temp += 1
-                    continue
-                parsed = parse_name(fname)
-                if parsed is None:
-                    foreign += 1
-                    head, _dot, tail = fname.partition(".")
-                    if is_ascii_digits(head) and (len(head) > MAX_DIGITS or (is_ascii_digits(tail) and len(tail) > MAX_DIGITS)):
-                        return None  # absurd ids: the exact path words the errors
-                elif fname in irregular:
-                    foreign += 1
-                    errors.add(f"{fname}: named like a message but not a regular file")
-                elif parsed[0] == WRITING:
-                    writing.append(parsed[1])
-                else:
-                    pairs.append((parsed[1], parsed[2]))
+            more_held, more_writing, t, f = sort_rest(rest, irregular, set(map(_STRING, matches)), errors)
+            pairs += more_held
+            writing += more_writing
+            temp += t
+            foreign += f
         del matches, rest
         if pairs:
             ids = list(map(_FIRST, pairs))
