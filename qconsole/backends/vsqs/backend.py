@@ -56,9 +56,10 @@ class VsqsBackend(FileBackend):
         qdir = self.require_queue(queue)
         out: list[tuple[str, str | None]] = []
         with safety.Confined(self.path) as c:
+            live = writes.live_names(c, qdir, {m.id for m in msgs})
             for msg in msgs:
                 self.tick(len(out), len(msgs))
-                reason = writes.requeue(c, qdir, msg.id, msg.relpath)
+                reason = writes.requeue(c, qdir, msg.id, msg.relpath, live)
                 # someone requeued it first: it is ready, as asked
                 out.append((msg.id, None if reason == ALREADY_READY else reason))
         return out

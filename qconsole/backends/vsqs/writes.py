@@ -96,23 +96,45 @@ def placer(c: safety.Confined, queue_dir: str, divisor: float):  # -> Callable[[
     return prepare
 
 
-def requeue(c: safety.Confined, queue_dir: str, mid: str, relpath: str) -> str | None:
+def live_names(c: safety.Confined, queue_dir: str, ids: set[str]) -> dict[str, list[str]]:
+    """Id -> every name of the queue directory under that id (``<id>``, ``<id>.<anything>``),
+    for the ids of one bulk requeue: one listing for the batch, not one per message."""
+    out: dict[str, list[str]] = {}
+    for name in c.listdir(queue_dir):
+        head = name.partition(".")[0]
+        if head in ids:
+            out.setdefault(head, []).append(name)
+    return out
+
+
+def requeue(c: safety.Confined, queue_dir: str, mid: str, relpath: str,
+            live: dict[str, list[str]] | None = None) -> str | None:
     """Rename ``<id>.<deadline>`` back to ``<id>``; None when done, else the skip reason.
 
     Never over another file: when the id is live under another name already (``<id>``, or a
-    second ``<id>.<deadline>``), the message is left as it is.
+    second ``<id>.<deadline>``), the message is left as it is. ``live``: :func:`live_names`
+    of the batch (kept up to date here); the ready name is still checked right before the
+    rename, since a consumer may have requeued the message itself since that listing.
     """
     if "." not in relpath:
         return ALREADY_READY
     safety.check_relpath(relpath, subdirs=())
     src = os.path.join(queue_dir, relpath)
     dst = os.path.join(queue_dir, mid)
-    others = [n for n in c.listdir(queue_dir) if n != relpath and (n == mid or n.startswith(mid + "."))]
+    if live is None:
+        names = [n for n in c.listdir(queue_dir) if n == mid or n.startswith(mid + ".")]
+    else:
+        names = list(live.get(mid, ()))
+        if mid not in names and c.lexists(dst):
+            names.append(mid)
+    others = [n for n in names if n != relpath]
     if others:
         if mid in others and not c.lexists(src):
             return ALREADY_READY  # a consumer requeued it itself meanwhile
         return f"{CHANGED}: id {mid} is also live as {others[0]}; left as it was"
     if c.rename(src, dst):
+        if live is not None:
+            live[mid] = [mid]
         return None
     # lost a race: a consumer deleted it, or requeued it itself (then it is ready anyway)
     return ALREADY_READY if c.lexists(dst) else CHANGED
