@@ -177,6 +177,9 @@ class Confined:
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)
         self._fds: dict[tuple[str, ...], int] = {}
+        #: a parent directory's path -> its checked components (a bulk operation names the
+        #: same queue directory for every message: split and checked once, not per message)
+        self._parents: dict[str, tuple[str, ...]] = {}
 
     def __enter__(self) -> Confined:
         return self
@@ -223,6 +226,13 @@ class Confined:
 
     def at(self, path: str) -> tuple[int, str]:
         """(descriptor of the parent directory, last name) of ``path``."""
+        parent, sep, name = path.rpartition("/")
+        if parent and name:  # <dir>/<name>: the directory's components once per operation
+            comps = self._parents.get(parent)
+            if comps is None:
+                comps = self._parents[parent] = _split(self.root, parent)
+            check_name(name, "path component")
+            return self.dirfd(comps), name
         comps = _split(self.root, path)
         if not comps:
             raise UnsafePathError(f"{path}: the root itself")
