@@ -211,9 +211,6 @@ def scan_queue(
     if ready_widths and max(ready_widths) > MAX_DIGITS:  # absurd ids go the foreign way (with an error line)
         rest = rest + [m for m in ready if len(m) > MAX_DIGITS]
         ready = [m for m in ready if len(m) <= MAX_DIGITS]
-        ready_widths = set(map(len, ready))
-    if not rest and not irregular and not collect:  # the usual small queue: every name a ready id
-        return _ready_only(scan, ready, ready_widths)
     # in flight / expired: "<id>.<deadline>", also matched in bulk; then the few left over
     held_matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
     if irregular and any(map(_HELD_RE.fullmatch, irregular)):
@@ -302,20 +299,6 @@ def _set_unit(scan: QueueScan, widths: set[int]) -> None:
             scan.warnings.append(
                 "mixed id units (ms and µs): numeric order delivers the shorter ids first"
             )
-
-
-def _ready_only(scan: QueueScan, ready: list[str], widths: set[int]) -> QueueScan:
-    """Counts of a listing that holds only ready ids (most small queues): no held, writing or
-    foreign name to reconcile, so only a name listed twice (a rename back and forth while
-    the listing ran) is counted once."""
-    n = len(ready)
-    if n and len(set(ready)) != n:
-        ready = list(set(ready))
-        n = len(ready)
-    scan.counts[READY] = n
-    scan.oldest_ready_created = _oldest(ready, widths)
-    _set_unit(scan, widths)
-    return scan
 
 
 #: a queue directory up to this size (some 1,500 VSQS names on ext4) is tried the short way
