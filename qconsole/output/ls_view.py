@@ -85,6 +85,19 @@ def write_ls(root: str | None, layout: str, queue: str, *, state: str | None, li
         sys.stdout.write(dumps(ls_document(handle, queue, scan, msgs, shown, sizes), pretty=True) + "\n")
         sys.stdout.flush()
         return
+    from .plain import to_terminal
+
+    if not to_terminal(sys.stdout):  # a pipe or a file: plain lines, notes on stderr, no Rich
+        from ..safetext import escape_controls
+        from .tables import messages_plain
+
+        sys.stdout.write("".join(line + "\n" for line in messages_plain(shown, scan.scanned_at, sizes)))
+        sys.stdout.flush()
+        if len(shown) < len(msgs):
+            sys.stderr.write(f"{len(shown)} of {len(msgs)} shown (--limit)\n")
+        for w in scan.warnings:
+            sys.stderr.write(f"warning: {escape_controls(w, keep_newlines=False)}\n")
+        return
     from rich.console import Console
 
     from .tables import messages_table

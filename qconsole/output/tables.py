@@ -6,10 +6,10 @@ Both tables fit 80 columns: short headers, no box borders between cells, one lin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 
 from ..model import Message, RootScan
-from ..safetext import safe_text
+from ..safetext import safe_name, safe_text
 from ..states import DELAYED, EXPIRED, FOREIGN, INFLIGHT, READY, STATES, WRITING
 from . import humanize
 
@@ -111,11 +111,15 @@ def _deadline(deadline: float | None, now: float) -> str:
     return f"in {humanize.duration(left)}" if left > 0 else f"{humanize.duration(-left)} ago"
 
 
+#: the ls table's columns, and which of them are right-aligned
+MESSAGE_COLUMNS = ("#", "id", "state", "prio", "created", "deadline", "size")
+_MESSAGE_RIGHT = (True, False, False, True, False, False, True)
+
+
 def messages_table(queue: str, messages: list[Message], now: float, sizes: dict[str, int | None]) -> "RenderableType":
     table = _table(title=safe_text(queue))
-    for col, just in (("#", "right"), ("id", "left"), ("state", "left"), ("prio", "right"),
-                      ("created", "left"), ("deadline", "left"), ("size", "right")):
-        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis")  # type: ignore[arg-type]
+    for col, right in zip(MESSAGE_COLUMNS, _MESSAGE_RIGHT):
+        table.add_column(col, justify="right" if right else "left", no_wrap=True, overflow="ellipsis")
     for i, m in enumerate(messages, 1):
         table.add_row(
             str(i) if m.state == READY else "",
@@ -127,3 +131,23 @@ def messages_table(queue: str, messages: list[Message], now: float, sizes: dict[
             humanize.size(sizes.get(m.relpath)),
         )
     return table
+
+
+def messages_plain(messages: list[Message], now: float, sizes: dict[str, int | None]) -> list[str]:
+    """The ls table as plain aligned lines (for a pipe: :mod:`.plain`), with the full ids
+    a script passes on to ``peek``/``delete``, not the shortened ones the terminal shows."""
+    from .plain import aligned
+
+    rows = [
+        (
+            str(i) if m.state == READY else "",
+            safe_name(m.id),
+            m.state,
+            m.priority_text or "-",
+            _created(m.created_at, now),
+            _deadline(m.deadline, now),
+            humanize.size(sizes.get(m.relpath)),
+        )
+        for i, m in enumerate(messages, 1)
+    ]
+    return aligned(MESSAGE_COLUMNS, rows, _MESSAGE_RIGHT)

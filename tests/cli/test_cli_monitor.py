@@ -20,6 +20,11 @@ runner = CliRunner()
 CHECK_LINE = re.compile(r"^QCONSOLE (OK|WARNING|CRITICAL|UNKNOWN) - [^|\n]+ \| [^\n]*\n$")
 
 
+def _plain(text: str) -> str:
+    """Terminal output without its SGR (bold) sequences."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
 def run(*args: str, env: dict | None = None):
     return runner.invoke(app, list(args), env=env)
 
@@ -268,23 +273,34 @@ def test_ls_state_limit_and_table(vsqs_busy):
     assert [m["id"] for m in doc["messages"]] == ids[2:4]
     doc = json.loads(run("ls", "jobs", "-r", root, "--json", "--state", "expired").stdout)
     assert [m["id"] for m in doc["messages"]] == [ids[1]] and doc["messages"][0]["position"] is None
-    res = run("ls", "jobs", "-r", root, env={"COLUMNS": "80"})
+    res = run("ls", "jobs", "-r", root, env={"COLUMNS": "80", "TTY_COMPATIBLE": "1", "NO_COLOR": "1"})  # the terminal table
     assert res.exit_code == 0
-    lines = res.stdout.splitlines()
+    lines = _plain(res.stdout).splitlines()
     assert all(len(line) <= 80 for line in lines)
+    assert any("─" in line for line in lines)  # Rich's head rule
     for mid in ids:  # one row per message, full VSQS id
         assert sum(mid in line for line in lines) == 1
-    res = run("ls", "jobs", "-r", root, "--limit", "1")
+    res = run("ls", "jobs", "-r", root, "--limit", "1", env={"TTY_COMPATIBLE": "1", "NO_COLOR": "1"})
     assert "1 of 5 shown" in res.stdout
+    # piped: a header and one plain line per message in delivery order, the note on stderr
+    res = run("ls", "jobs", "-r", root, "--limit", "1")
+    assert res.stdout.splitlines()[0].split() == ["#", "id", "state", "prio", "created", "deadline", "size"]
+    assert res.stdout.splitlines()[1].split()[:3] == ["1", ids[2], "ready"]
+    assert len(res.stdout.splitlines()) == 2 and "1 of 5 shown" in res.stderr
+    rows = [line.split() for line in run("ls", "jobs", "-r", root).stdout.splitlines()[1:]]
+    assert [r[0] for r in rows[:3]] == ["1", "2", "3"] and sorted(next(t for t in r if t in ids) for r in rows) == sorted(ids)
     res = run("ls", "jobs", "-r", root, "--state", "bogus")
     assert res.exit_code == 2 and "unknown state" in res.stderr
 
 
 def test_ls_table_shortens_ddmq_ids_and_peek_takes_the_prefix(ddmq_busy):
     root, _b = ddmq_busy
-    out = run("ls", "jobs", "-r", root, env={"COLUMNS": "80"}).stdout
+    out = _plain(run("ls", "jobs", "-r", root, env={"COLUMNS": "80", "TTY_COMPATIBLE": "1", "NO_COLOR": "1"}).stdout)
     first = next(line for line in out.splitlines() if line.split()[:1] == ["1"]).split()[1]
     assert first.endswith("…") and len(first) == 13
+    piped = run("ls", "jobs", "-r", root).stdout  # a script gets the whole id
+    full = next(line for line in piped.splitlines() if line.split()[:1] == ["1"]).split()[1]
+    assert len(full) == 32 and full.startswith(first[:-1])
     nxt = json.loads(run("peek", "jobs", "-r", root, "--json").stdout)
     assert nxt["id"].startswith(first[:-1])
     doc = json.loads(run("peek", "jobs", first, "-r", root, "--json").stdout)

@@ -1,0 +1,57 @@
+"""Aligned plain-text columns, for output that goes to a pipe or a file.
+
+Scripts read ``qconsole ls`` piped (``| awk``, ``| grep``); they want one header line, one
+line per row, full values and no colour or box characters, and they want it without
+Rich's start-up (~60 ms, more than the command's own work on a small queue). The cells
+are the caller's: every one holding queue data must already be escaped (safetext).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+
+def cell_width(text: str) -> int:
+    """Terminal columns of ``text``: wide East Asian characters take two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    width = 0
+    for ch in text:
+        if unicodedata.combining(ch):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
+
+
+def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
+    """Lines of ``header`` and ``rows``, columns two spaces apart, right-aligned where
+    ``right`` says; no trailing blanks."""
+    table = [list(header), *[list(r) for r in rows]]
+    widths = [max(cell_width(row[i]) for row in table) for i in range(len(header))]
+    lines = []
+    for row in table:
+        cells = []
+        for text, width, flush_right in zip(row, widths, right):
+            pad = " " * (width - cell_width(text))
+            cells.append(pad + text if flush_right else text + pad)
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def to_terminal(stream: object) -> bool:
+    """Whether ``stream`` gets terminal output (Rich's table, colours), judged as Rich judges it
+    (``TTY_COMPATIBLE``, then ``FORCE_COLOR``, then isatty), so ``FORCE_COLOR=1 qconsole ls q |
+    less -R`` still shows the table, without importing Rich to ask."""
+    import os
+
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "1"
+    force = os.environ.get("FORCE_COLOR")
+    if force is not None:
+        return force != ""
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False
