@@ -9,7 +9,8 @@ displays queue data goes through :func:`escape_controls` (plain strings) or
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 
 if TYPE_CHECKING:  # Rich is imported only when a Text is actually built
     from rich.text import Text
