@@ -138,3 +138,32 @@ def test_ddmq_streamed_count_beside_equals_the_exact_path(tmp_path):
     assert exact == here == beside
     assert exact[0]["ready"] == 2499 and exact[0]["inflight"] + exact[0]["expired"] == 251
     assert exact[0]["expired"] == 75 and exact[0]["foreign"] == 2 and exact[0]["writing"] == 1
+
+
+def test_with_merge_this_process_parses_what_a_slow_child_has_not_taken():
+    got = _run("""
+        import json, os, time
+        from qconsole.backends.fs.pipeline import parse_beside
+        parent = os.getpid()
+        def chunks():
+            for i in range(40):
+                yield [f"n{i}-{j}" for j in range(20000)], set()
+        def parse(it):
+            n, by = 0, {}
+            for names, _irregular in it:
+                if os.getpid() != parent:
+                    time.sleep(0.02)  # a child slower than the listing
+                n += len(names)
+                who = "parent" if os.getpid() == parent else "child"
+                by[who] = by.get(who, 0) + 1
+            return [n, by]
+        def merge(a, b):
+            by = dict(a[1])
+            for k, v in b[1].items():
+                by[k] = by.get(k, 0) + v
+            return [a[0] + b[0], by]
+        print(json.dumps(parse_beside(chunks(), parse, merge)))
+    """)
+    ran, (n, by) = got
+    assert ran and n == 800_000  # every chunk parsed once, by one of the two
+    assert by["parent"] > 0 and by["child"] > 0 and by["parent"] + by["child"] == 40

@@ -214,3 +214,50 @@ def test_ddmq_streamed_count_equals_exact(monkeypatch, waiting, work, shared):
             got.oldest_ready_created = want.oldest_ready_created  # (the exact path kept one of the two)
             got.warnings = want.warnings  # (and so may have seen one priority width fewer)
         assert _fields(got) == _fields(want)
+
+
+def _chunked(names: list[str], cuts: list[int]) -> list[tuple[list[str], frozenset[str]]]:
+    """``names`` cut into chunks at the given sizes (the last one takes the rest)."""
+    chunks, i = [], 0
+    for size in cuts:
+        chunks.append((names[i:i + size], frozenset()))
+        i += size
+    chunks.append((names[i:], frozenset()))
+    return [c for c in chunks if c[0]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(waiting_name, junk.filter(lambda n: "\n" not in n)), max_size=40),
+       st.lists(st.one_of(work_name, junk.filter(lambda n: "\n" not in n)), max_size=25),
+       st.lists(st.integers(1, 9), max_size=8), st.lists(st.booleans(), min_size=10, max_size=10),
+       st.lists(uid, max_size=4))
+def test_ddmq_summaries_split_between_two_processes_merge_to_the_whole(waiting, work, cuts, mine, held_extra):
+    """The parent parses the chunks its child has not taken yet (fs/pipeline.py); the two
+    halves' summaries, merged, settle to what one summary of every chunk settles to."""
+    def split(chunks):
+        ours = [c for i, c in enumerate(chunks) if mine[i % len(mine)]]
+        theirs = [c for i, c in enumerate(chunks) if not mine[i % len(mine)]]
+        return ours, theirs
+
+    wchunks = _chunked(waiting, cuts)
+    a, b = split(wchunks)
+    whole = ddmq._summarize_waiting(iter(wchunks))
+    merged = ddmq._merge_waiting(ddmq._summarize_waiting(iter(a)), ddmq._summarize_waiting(iter(b)))
+    held = {hash(u) for u in held_extra} | {hash(ddmq.parse_waiting(n)[2]) for n in waiting[:3] if ddmq.parse_waiting(n)}
+    settled = []
+    for summary in (whole, merged):
+        errors = ddmq.ErrorList()
+        out = ddmq._settle_waiting(summary, held, errors)
+        settled.append((out, sorted(errors.result())))
+    assert settled[0] == settled[1]
+
+    hchunks = _chunked(work, cuts[::-1])
+    a, b = split(hchunks)
+    whole = ddmq._summarize_work(iter(hchunks), NOW)
+    merged = ddmq._merge_work(ddmq._summarize_work(iter(a), NOW), ddmq._summarize_work(iter(b), NOW))
+
+    def norm(s):
+        hashes = None if s[2] is None else sorted(ddmq._hash_set(s[2]))
+        return s[0], s[1], hashes, s[3], s[4], sorted(s[5]), s[6]
+
+    assert norm(whole) == norm(merged)

@@ -12,7 +12,7 @@ import os
 import re
 import time
 from collections import Counter
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter, itemgetter, methodcaller
 
 from ...model import Message, ListingColumns, QueueScan
@@ -144,8 +144,9 @@ def _bulk_parse(
     text = "\n" + "\n".join(names) + "\n"
     if text.count("\n") == len(names) + 1:  # one line per name: a match is one whole name
         groups = lines.findall(text)
-        # (list membership compares lengths first: cheaper than hashing every fresh name)
-        present = [k for k in known if k in names]
+        # ddmq's own files are looked for only when something did not match (list membership
+        # compares lengths first: cheaper than hashing every fresh name)
+        present = [k for k in known if k in names] if len(groups) < len(names) else []
         if len(groups) == len(names) - len(present) and not (irregular and any(map(pattern.fullmatch, irregular))):
             return groups, present
     matches = list(filter(None, map(pattern.fullmatch, names)))
@@ -356,10 +357,55 @@ def _stream(summarize: Callable[..., Any], path: str, typed: bool, beside: bool 
     from ..fs import pipeline
 
     if pipeline.wanted(beside):
-        ran, summary = pipeline.parse_beside(listing_chunks(path, typed), lambda chunks: summarize(chunks, *args))
+        ran, summary = pipeline.parse_beside(listing_chunks(path, typed), lambda chunks: summarize(chunks, *args),
+                                             merge=_MERGE[summarize])
         if ran:
             return summary
     return summarize(listing_chunks(path, typed), *args)
+
+
+def _merged_errors(a_lines: list[str], a_dropped: int, b_lines: list[str], b_dropped: int) -> tuple[list[str], int]:
+    errors = ErrorList()
+    _merge_errors(errors, a_lines, a_dropped)
+    _merge_errors(errors, b_lines, b_dropped)
+    return errors.lines, errors.dropped
+
+
+def _merge_work(a: tuple, b: tuple) -> tuple:
+    """Two :func:`_summarize_work` results (of disjoint chunks of one listing) as one."""
+    held_by = Counter(a[0])
+    held_by.update(b[0])
+    nearest = min((n for n in (a[1], b[1]) if n is not None), default=None)
+    hashes: bytes | None = None
+    if a[2] is not None and b[2] is not None and _hash_set(a[2]).isdisjoint(_hash_set(b[2])):
+        hashes = a[2] + b[2]  # (an id in both halves is an id twice: None, as one half would say)
+    return (dict(held_by), nearest, hashes, a[3] + b[3], a[4] + b[4], *_merged_errors(a[5], a[6], b[5], b[6]))
+
+
+def _merge_waiting(a: tuple, b: tuple) -> tuple:
+    """Two :func:`_summarize_waiting` results (of disjoint chunks of one listing) as one."""
+    import heapq
+    from array import array
+
+    by_prio = Counter(a[0])
+    by_prio.update(b[0])
+    prios = list(a[3])
+    index = {p: i for i, p in enumerate(prios)}
+    for p in b[3]:
+        if p not in index:
+            index[p] = len(prios)
+            prios.append(p)
+    b_at = array("I")
+    b_at.frombytes(b[2])
+    renumbered = array("I", map([index[p] for p in b[3]].__getitem__, b_at))
+    return (dict(by_prio), a[1] + b[1], a[2] + renumbered.tobytes(), prios,
+            heapq.nsmallest(_KEEP_OLDEST, list(a[4]) + list(b[4])),
+            heapq.nsmallest(_KEEP_OLDEST, list(a[5]) + list(b[5])),
+            a[6] + b[6], a[7] + b[7], *_merged_errors(a[8], a[9], b[8], b[9]))
+
+
+#: how two halves of each streamed summary combine (fs/pipeline.py: the parent parses too)
+_MERGE: dict[Callable[..., Any], Callable[[tuple, tuple], tuple]] = {}
 
 
 def _hash_set(data: bytes) -> set[int]:
@@ -444,6 +490,7 @@ def _summarize_waiting(chunks: Iterable[tuple[list[str], frozenset[str] | set[st
     hashes, prio_at = array("q"), array("I")
     smallest: list[tuple[str, int]] = []  # (queue number, id hash)
     smallest_long: list[tuple[str, int]] = []  # the same among time-based (10+ digit) numbers
+    all_long = True
     temp = foreign = 0
     for names, irregular in chunks:
         groups, rest = _bulk_parse(_WAITING_RE, _WAITING_LINES, names, irregular, _QUEUE_FILES)
@@ -462,13 +509,37 @@ def _summarize_waiting(chunks: Iterable[tuple[list[str], frozenset[str] | set[st
         prio_at.extend(map(prios.__getitem__, ps))
         by_prio.update(ps)
         qns = list(map(_SECOND, groups))
-        pairs = heapq.nsmallest(_KEEP_OLDEST, zip(qns, ids))
-        smallest = heapq.nsmallest(_KEEP_OLDEST, smallest + pairs)
+        smallest = _keep_smallest(smallest, qns, ids)
         if min(map(len, qns)) < 10:
-            pairs = heapq.nsmallest(_KEEP_OLDEST, [(q, i) for q, i in zip(qns, ids) if len(q) >= 10])
-        smallest_long = heapq.nsmallest(_KEEP_OLDEST, smallest_long + pairs)
+            all_long = False
+            keep = [len(q) >= 10 for q in qns]
+            smallest_long = _keep_smallest(smallest_long, list(compress(qns, keep)), list(compress(ids, keep)))
+        elif all_long:  # every number so far is time-based: the two lists are one
+            smallest_long = smallest
+        else:
+            smallest_long = _keep_smallest(smallest_long, qns, ids)
     return (dict(by_prio), hashes.tobytes(), prio_at.tobytes(), list(prios), smallest, smallest_long,
             temp, foreign, errors.lines, errors.dropped)
+
+
+def _keep_smallest(kept: list[tuple[str, int]], qns: list[str], ids: list[int]) -> list[tuple[str, int]]:
+    """The _KEEP_OLDEST smallest (queue number, id hash) pairs of ``kept`` and a chunk's.
+    Once _KEEP_OLDEST are kept, only the chunk's numbers up to the largest kept one can
+    enter, and most chunks have none (a C-level min says so): heapq.nsmallest would loop
+    over every name in Python."""
+    import heapq
+
+    if len(kept) >= _KEEP_OLDEST:
+        bound = kept[-1][0]
+        if not qns or min(qns) > bound:
+            return kept
+        pairs = [p for p in zip(qns, ids) if p[0] <= bound]  # ties too: nsmallest orders them by id hash
+    else:
+        pairs = list(zip(qns, ids))
+    return heapq.nsmallest(_KEEP_OLDEST, kept + pairs)
+
+
+_MERGE.update({_summarize_waiting: _merge_waiting, _summarize_work: _merge_work})
 
 
 def _settle_waiting(summary: tuple, held: set[int], errors: ErrorList) -> tuple | None:

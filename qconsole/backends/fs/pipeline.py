@@ -84,10 +84,32 @@ def wanted(beside: bool | None) -> bool:
     return beside
 
 
-def parse_beside(chunks: Iterable[Chunk], parse: Callable[[Iterator[Chunk]], Any]) -> tuple[bool, Any]:
+def _queued(fd: int) -> bool:
+    """Whether the pipe still holds bytes the child has not read (Linux FIONREAD answers on
+    the write end too); False when that cannot be known."""
+    try:
+        import fcntl
+        import termios
+        from array import array
+
+        n = array("i", [0])
+        fcntl.ioctl(fd, termios.FIONREAD, n)
+        return n[0] > 0
+    except (OSError, ImportError, AttributeError, ValueError):
+        return False
+
+
+def parse_beside(chunks: Iterable[Chunk], parse: Callable[[Iterator[Chunk]], Any],
+                 merge: Callable[[Any, Any], Any] | None = None) -> tuple[bool, Any]:
     """``(True, parse(chunks))`` with ``parse`` run in a forked child, or ``(False, None)`` when
     the child could not run or failed (the caller then counts in-process). ``parse``'s result
-    must be marshallable. An error while listing (an OSError from ``chunks``) is raised here."""
+    must be marshallable. An error while listing (an OSError from ``chunks``) is raised here.
+
+    With ``merge`` (two results of ``parse`` into the one of both chunk sets), this process
+    also parses: a chunk listed while the child has not yet taken the previous one is parsed
+    here instead of queued. When parsing is the slower half (ddmq's names), the two
+    processes share it as their speeds allow, found out by the pipe's back-pressure, not
+    guessed; when listing is (a network file system), the child takes every chunk."""
     if not hasattr(os, "fork"):
         return False, None
     try:
@@ -120,14 +142,31 @@ def parse_beside(chunks: Iterable[Chunk], parse: Callable[[Iterator[Chunk]], Any
     os.close(back_w)
     _grow_pipe(feed_w)
     fed = True
-    try:
+    chunks = iter(chunks)  # one pass, whichever loop below takes a chunk
+
+    def feed() -> Iterator[Chunk]:
+        """The chunks this process keeps (with ``merge``); every other one goes to the child."""
+        nonlocal fed
         for names, irregular in chunks:
+            if merge is not None and _queued(feed_w):  # the child is behind: this one is ours
+                yield names, irregular
+                continue
             frame = marshal.dumps((names, list(irregular)))
             try:
                 _write_all(feed_w, _LEN.pack(len(frame)) + frame)
             except BrokenPipeError:  # the child is gone: the caller counts in-process
                 fed = False
-                break
+                return
+
+    mine = None
+    try:
+        if merge is not None:
+            mine = parse(feed())
+            for _ in feed():  # a parse that stopped before the end: not a whole count, so none
+                fed = False
+        else:
+            for _ in feed():
+                pass
     except BaseException:
         os.close(feed_w)
         os.close(back_r)
@@ -140,6 +179,7 @@ def parse_beside(chunks: Iterable[Chunk], parse: Callable[[Iterator[Chunk]], Any
     if not fed or status != 0:
         return False, None
     try:
-        return True, marshal.loads(data)
+        theirs = marshal.loads(data)
     except (ValueError, EOFError, TypeError):
         return False, None
+    return True, (theirs if merge is None else merge(mine, theirs))
