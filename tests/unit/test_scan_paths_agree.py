@@ -154,8 +154,9 @@ def test_vsqs_streamed_count_handles_a_consume_during_the_listing(tmp_path, monk
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.lists(vsqs_name, max_size=12, unique=True), min_size=1, max_size=6),
-       st.sampled_from(["1700000000000000", "1700000000000", "17000000000000000000"]))
-def test_vsqs_count_many_equals_scan_queue_per_queue(queues, base):
+       st.sampled_from(["1700000000000000", "1700000000000", "17000000000000000000", "100", "10"]),
+       st.sampled_from(["", "ready-and-new", "ready-and-held", "short-deadline", "not-new"]))
+def test_vsqs_count_many_equals_scan_queue_per_queue(queues, base, twist):
     """The short way for plain small queues gives what the exact per-queue scan gives, for any mix:
     plain ready/held queues (in µs, ms or ns), empty ones, and ones with anything unusual."""
     root = tempfile.mkdtemp(prefix="qc-many-")
@@ -165,9 +166,18 @@ def test_vsqs_count_many_equals_scan_queue_per_queue(queues, base):
             name = f"q{qi}"
             names.append(name)
             os.makedirs(os.path.join(root, name))
-            if qi % 2:  # every other queue plain: ids of one width, some held
-                listing = [str(int(base) + i) if i % 3 else f"{int(base) + i}.{int(base) + 10**6 * i}"
+            if qi % 2:  # every other queue plain: ids of one width, some held, some being written
+                b = int(base)
+                listing = [str(b + i) if i % 3 else f"{b + i}.{b + 10**6 * i}" if i % 2 else f"{b + i}.new"
                            for i in range(len(listing))]
+                if listing and twist == "ready-and-new":  # a publish finishing during the listing
+                    listing.append(f"{b + 1}.new")
+                elif listing and twist == "ready-and-held":  # a consume during the listing
+                    listing.append(f"{b + 1}.{b}")
+                elif listing and twist == "short-deadline":
+                    listing.append(f"{b + 10**4}.{b // 10}")
+                elif twist == "not-new":  # as long as a writing name, but foreign
+                    listing.append(f"{b + len(listing)}.tmp")
             for n in listing:
                 open(os.path.join(root, name, n), "w").close()
         many = vsqs.count_many(root, names, NOW)

@@ -481,7 +481,6 @@ def _summarize_waiting(chunks: Iterable[tuple[list[str], frozenset[str] | set[st
     Unlike the whole-listing parse, one id in two waiting names (two files: a copy someone
     made, or a name listed twice in a race) counts twice here, as ddmq would deliver both.
     """
-    import heapq
     from array import array
 
     errors = ErrorList()

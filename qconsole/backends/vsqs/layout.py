@@ -8,6 +8,7 @@ deadline has passed). vsqs 0.3 writes µs for both numbers; its README says ms. 
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 import re
 import time
 from itertools import compress, filterfalse, repeat
@@ -336,39 +337,60 @@ def count_many(root: str, names: list[str], now: float, *, check_types: bool = F
     return out
 
 
+def _all_ascii_digits(text: str) -> bool:
+    """``text`` is only ASCII digits: bytes.isdigit on the ASCII encoding is ~20x quicker than
+    str.isdigit, which consults the Unicode tables per character."""
+    try:
+        return text.encode("ascii").isdigit()
+    except UnicodeEncodeError:
+        return False
+
+
 def _count_plain(name: str, names: list[str], now: float) -> QueueScan | None:
-    """Counts of a listing of distinct ready and held ids of one width; None for any other."""
+    """Counts of a listing of distinct ready, held (``id.deadline``) and writing (``id.new``)
+    ids all of one width; None for any other (the exact path says what is unusual).
+
+    A small queue's fixed costs are what count in a root of thousands: the names are sorted
+    by their lengths (a ready id is ``w`` long, a writing name ``w + 4``, a held one
+    ``2w + 1``) and checked by slices and joins, C-level passes only, no regex or Python loop.
+    """
     scan = QueueScan(name=name, layout=VSQS, scanned_at=now)
     if not names:
         return scan
-    ready = list(filter(str.isdigit, names))
-    if len(ready) == len(names):
-        held_dls: list[str] = []
-    else:
-        rest = list(filterfalse(str.isdigit, names))
-        matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
-        if len(matches) != len(rest):
-            return None  # writing, temp, foreign: the exact path
-        pairs = list(map(_GROUPS, matches))
-        held_ids = list(map(_FIRST, pairs))
-        held_dls = list(map(_SECOND, pairs))
-        if len(set(held_ids).union(ready)) != len(ready) + len(held_ids):
-            return None  # an id listed twice (a consume during the listing)
-    ids = ready or held_ids
-    widths = set(map(len, ids))
-    if len(widths) != 1 or not "".join(ready).isascii():
+    names = sorted(names, key=len)
+    lens = list(map(len, names))
+    w = lens[0]
+    if w > MAX_DIGITS:
         return None
-    (width,) = widths
-    if width > MAX_DIGITS or (held_dls and len(set(map(len, held_ids))) != 1) \
-            or (ready and held_dls and len(held_ids[0]) != width):
+    n_ready, n_new = bisect_right(lens, w), bisect_right(lens, w + 4)
+    if lens[-1] not in (w, w + 4, 2 * w + 1) or lens[n_new - 1] not in (w, w + 4):
+        return None  # another length: a temp file, a foreign name, mixed widths
+    ready, new, held = names[:n_ready], names[n_ready:n_new], names[n_new:]
+    if not _all_ascii_digits("".join(ready)):
         return None
+    held_ids: list[str] = []
+    new_ids: list[str] = []
+    if held:
+        held_ids = list(map(itemgetter(slice(None, w)), held))
+        held_dls = list(map(itemgetter(slice(w + 1, None)), held))
+        if "".join(map(itemgetter(w), held)) != "." * len(held) or \
+                not _all_ascii_digits("".join(held_ids) + "".join(held_dls)):
+            return None
+    if new:
+        new_ids = list(map(itemgetter(slice(None, w)), new))
+        if "".join(map(itemgetter(slice(w, None)), new)) != ".new" * len(new) or \
+                not _all_ascii_digits("".join(new_ids)):
+            return None
+    if (held or new) and len(set(ready).union(held_ids, new_ids)) != len(names):
+        return None  # an id under two names (a consume or a publish during the listing)
     counts = scan.counts
     counts[READY] = len(ready)
+    counts[WRITING] = len(new)
+    first = min(ready) if ready else (held_ids or new)[0]
     if ready:
-        first = min(ready)
         scan.oldest_ready_created = int(first) / vsqs_divisor(first)
-    scan.id_unit = vsqs_divisor(ids[0])
-    if held_dls:
+    scan.id_unit = vsqs_divisor(first)
+    if held:
         counts[INFLIGHT], counts[EXPIRED], scan.next_deadline = _held_counts(held_dls, now)
     return scan
 
