@@ -190,8 +190,7 @@ def listing_dirs(root: str, name: str) -> list[str]:
     return [qdir, os.path.join(qdir, WORK)]
 
 
-@gc_paused
-def scan_queue(
+def _scan_queue(
     root: str, name: str, now: float | None = None, *, collect: bool | str = False, check_types: bool = False,
     beside: bool | None = False, stream: bool = True,
 ) -> QueueScan:
@@ -267,7 +266,7 @@ def scan_queue(
         if len(uids) != len(wgroups) or not held.isdisjoint(map(hash, uids)):
             latest = {g[2]: g for g in wgroups}  # one entry per id, as a listing twice would give
             wgroups = [g for uid, g in latest.items() if hash(uid) not in held]
-        ready_by_prio = Counter(map(_FIRST, wgroups))
+        ready_by_prio = _tally(list(map(_FIRST, wgroups)))
         n_ready, oldest = len(wgroups), _oldest_qn(list(map(_SECOND, wgroups)))
         temp, foreign = _leftovers(rest, irregular, parse_waiting, "", _WAITING_NOTE, errors, skip=_QUEUE_FILES)
     if werror:
@@ -294,7 +293,9 @@ def scan_queue(
             slot = by_prio[prio] = {READY: 0, INFLIGHT: 0, EXPIRED: 0}
         slot[INFLIGHT if alive else EXPIRED] += n
         counts[INFLIGHT if alive else EXPIRED] += n
-    scan.by_priority = dict(sorted(by_prio.items(), key=lambda kv: (int(kv[0]), kv[0])))
+    if len(by_prio) > 1:
+        by_prio = dict(sorted(by_prio.items(), key=_prio_order))
+    scan.by_priority = by_prio
     scan.next_deadline = nearest
     widths = {len(p) for p, n in by_prio.items() if n[READY]}
     if len(widths) > 1:
@@ -310,6 +311,23 @@ def scan_queue(
         held_msgs = {g[3]: (f"{g[0]}.{g[1]}.{g[2]}.ddmq{g[3]}", int(g[0]), g[1], g[2]) for g in hgroups}
         scan.messages = _messages(name, waiting, held_msgs, now)
     return scan
+
+
+scan_queue = gc_paused(_scan_queue)
+
+
+def _tally(keys: list[str]) -> dict[str, int]:
+    """How often each key occurs; one key throughout (one priority: the usual queue) is
+    answered by a C-level count, without a Counter's Python-level set-up."""
+    if not keys:
+        return {}
+    if keys.count(keys[0]) == len(keys):
+        return {keys[0]: len(keys)}
+    return Counter(keys)
+
+
+def _prio_order(item: tuple[str, Any]) -> tuple[int, str]:
+    return int(item[0]), item[0]
 
 
 def _columns(wgroups: list[tuple[str, ...]], hgroups: list[tuple[str, ...]], now: float) -> ListingColumns:
@@ -610,7 +628,9 @@ def _messages(
     return out
 
 
+@gc_paused
 def count_many(root: str, names: list[str], now: float, *, check_types: bool = False,
                beside: bool | None = False) -> list[QueueScan]:
-    """:func:`scan_queue` for every queue of ``names``."""
-    return [scan_queue(root, n, now, check_types=check_types, beside=beside) for n in names]
+    """:func:`scan_queue` for every queue of ``names`` (the GC paused once, not per queue)."""
+    scan = _scan_queue
+    return [scan(root, n, now, check_types=check_types, beside=beside) for n in names]
