@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def ls_document(handle: Any, queue: str, scan: Any, msgs: list[Any], shown: list[Any],
+def ls_document(handle: Any, queue: str, scan: Any, count: int, shown: list[Any],
                 sizes: dict[str, int | None]) -> dict[str, Any]:
     from .stats_json import iso_utc
 
@@ -27,7 +27,7 @@ def ls_document(handle: Any, queue: str, scan: Any, msgs: list[Any], shown: list
         "queue": queue,
         "layout": handle.kind,
         "generated_at": iso_utc(now),
-        "count": len(msgs),
+        "count": count,
         "shown": len(shown),
         "messages": [
             {
@@ -57,32 +57,42 @@ def write_ls(root: str | None, layout: str, queue: str, *, state: str | None, li
     if state is not None and state not in STATES:
         raise QConsoleError(f"unknown state {state!r}: use one of {', '.join(STATES)}")
     handle = open_target(root, layout)
-    scan = handle.scan_queue(queue, collect=True)
-    msgs = [m for m in scan.messages or () if state is None or m.state == state]
+    # the console's columns, not a collected scan: a Message is made only for a row that is
+    # filtered by its fields or shown (a million-message queue: a third of the memory)
+    cols = handle.list_messages(queue)
+    scan = cols.scan
+    rows: Any = range(len(cols))
+    if state is not None:
+        from itertools import compress
+
+        from ..columns import STATE_CODE
+
+        rows = list(compress(rows, map(STATE_CODE[state].__eq__, cols.states)))
     if since is not None or older_than is not None:
         from ..ops.operations import parse_duration
         from ..search import age_filter
 
         keep = age_filter(scan.scanned_at, None if since is None else parse_duration(since),
                           None if older_than is None else parse_duration(older_than))
-        msgs = [m for m in msgs if keep(m)]
+        rows = [i for i in rows if keep(cols[i])]
     if grep is not None:
         from ..search import message_matches
 
         needle = grep.lower()
-        found: list[Any] = []
-        for m in msgs:  # stops reading payloads once --limit messages matched
-            if message_matches(handle, m, needle):
-                found.append(m)
+        found: list[int] = []
+        for i in rows:  # stops reading payloads once --limit messages matched
+            if message_matches(handle, cols[i], needle):
+                found.append(i)
                 if limit and len(found) >= limit:
                     break
-        msgs = found
-    shown = msgs[:limit] if limit else msgs
+        rows = found
+    count = len(rows)
+    shown = [cols[i] for i in (rows[:limit] if limit else rows)]
     sizes = handle.message_sizes(queue, shown)
     if as_json:
         from .jsontext import dumps
 
-        sys.stdout.write(dumps(ls_document(handle, queue, scan, msgs, shown, sizes), pretty=True) + "\n")
+        sys.stdout.write(dumps(ls_document(handle, queue, scan, count, shown, sizes), pretty=True) + "\n")
         sys.stdout.flush()
         return
     from .plain import to_terminal
@@ -93,8 +103,8 @@ def write_ls(root: str | None, layout: str, queue: str, *, state: str | None, li
 
         sys.stdout.write("".join(line + "\n" for line in messages_plain(shown, scan.scanned_at, sizes)))
         sys.stdout.flush()
-        if len(shown) < len(msgs):
-            sys.stderr.write(f"{len(shown)} of {len(msgs)} shown (--limit)\n")
+        if len(shown) < count:
+            sys.stderr.write(f"{len(shown)} of {count} shown (--limit)\n")
         for w in scan.warnings:
             sys.stderr.write(f"warning: {escape_controls(w, keep_newlines=False)}\n")
         return
@@ -104,7 +114,7 @@ def write_ls(root: str | None, layout: str, queue: str, *, state: str | None, li
 
     console = Console(highlight=False, soft_wrap=False)
     console.print(messages_table(queue, shown, scan.scanned_at, sizes))
-    if len(shown) < len(msgs):
-        console.print(f"{len(shown)} of {len(msgs)} shown (--limit)")
+    if len(shown) < count:
+        console.print(f"{len(shown)} of {count} shown (--limit)")
     for w in scan.warnings:
         console.print(f"[yellow]warning[/] {w}")
