@@ -158,21 +158,36 @@ def ls_(
              grep=grep, since=since, older_than=older_than)
 
 
-def _find(scan: Any, ident: str) -> Any:
-    """find_message, then a unique id prefix (``ls`` shows ddmq ids shortened with '…')."""
+def _find(cols: Any, ident: str) -> Any:
+    """The message with id or file name ``ident`` in a queue's columns, then a unique id
+    prefix (``ls`` shows ddmq ids shortened with '…'); a Message is made only for the hit."""
     from ..errors import MessageNotFoundError
-    from ..backends.base import find_message
 
-    try:
-        return find_message(scan, ident)
-    except MessageNotFoundError:
-        prefix = ident.rstrip("…")
-        hits = [m for m in scan.messages or () if prefix and m.id.startswith(prefix)]
-        if len(hits) == 1:
-            return hits[0]
-        if len(hits) > 1:
-            raise MessageNotFoundError(f"{ident!r} matches {len(hits)} messages in {scan.name!r}: give more of the id") from None
-        raise
+    i = cols.index_of(ident)
+    if i is not None:
+        return cols[i]
+    for msg in cols:  # by file name (rare): one row at a time, none kept
+        if msg.relpath == ident or msg.name == ident:
+            return msg
+    prefix = ident.rstrip("…")
+    hits = [i for i, mid in enumerate(cols.ids) if prefix and mid.startswith(prefix)]
+    if len(hits) == 1:
+        return cols[hits[0]]
+    if len(hits) > 1:
+        raise MessageNotFoundError(f"{ident!r} matches {len(hits)} messages in {cols.queue!r}: give more of the id")
+    raise MessageNotFoundError(f"no message {ident!r} in queue {cols.queue!r}")
+
+
+def _next(cols: Any) -> Any:
+    """The message the real consumer takes next: the first ready row (delivery order)."""
+    from ..columns import STATE_CODE
+    from ..errors import MessageNotFoundError
+    from ..states import READY
+
+    i = cols.states.find(STATE_CODE[READY])
+    if i >= 0:
+        return cols[i]
+    raise MessageNotFoundError(f"queue {cols.queue!r} has no ready message")
 
 
 @app.command()
@@ -190,11 +205,10 @@ def peek(
     """Show one message without changing its state: pretty JSON, text, or a hex dump for binary."""
     from ..output.peek_view import peek_document, render_peek
     from ..payload import DEFAULT_CAP
-    from ..backends.base import find_message, next_message
-
     handle = open_target(pick_root(None, root_opt), layout)
-    scan = handle.scan_queue(queue, collect=True)
-    msg = _find(scan, ident) if ident else next_message(scan)
+    cols = handle.list_messages(queue)  # the console's columns: no object per message
+    scan = cols.scan
+    msg = _find(cols, ident) if ident else _next(cols)
     payload = handle.read_payload(msg, None if raw else DEFAULT_CAP)
     if json_:
         sys.stdout.write(_dump(peek_document(handle, msg, payload), pretty=True) + "\n")

@@ -332,6 +332,14 @@ def test_peek_vsqs_next_inflight_expired_and_raw(vsqs_busy):
     assert res.stdout_bytes == b'{"n": 3}'
     res = run("peek", "jobs", "1234", "-r", root)
     assert res.exit_code == 2 and "no message '1234'" in res.stderr
+    held_file = next(n for n in os.listdir(os.path.join(root, "jobs")) if n.startswith(ids[0] + "."))
+    d = json.loads(run("peek", "jobs", held_file, "-r", root, "--json").stdout)  # by file name
+    assert d["id"] == ids[0] and d["state"] == "inflight"
+    unique = next(ids[4][:k] for k in range(1, 17) if sum(m.startswith(ids[4][:k]) for m in ids) == 1)
+    d = json.loads(run("peek", "jobs", unique, "-r", root, "--json").stdout)  # a unique prefix
+    assert d["id"] == ids[4]
+    res = run("peek", "jobs", ids[0][:4], "-r", root)
+    assert res.exit_code == 2 and "matches 5 messages" in res.stderr
     before = sorted(os.listdir(os.path.join(root, "jobs")))
     run("peek", "jobs", "-r", root)
     assert sorted(os.listdir(os.path.join(root, "jobs"))) == before
