@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import time
 
 
 def duration(seconds: float | None) -> str:
@@ -39,5 +39,9 @@ def clock(ts: float | None, *, utc: bool = False) -> str:
     """A timestamp as ``YYYY-mm-dd HH:MM:SS`` (local time unless utc)."""
     if ts is None:
         return "-"
-    dt = datetime.fromtimestamp(ts, tz=timezone.utc if utc else None)
-    return dt.strftime("%Y-%m-%d %H:%M:%S")
+    try:  # (the time module, not datetime: ~1.5 ms less start-up for `ls`)
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts) if utc else time.localtime(ts))
+    except (OverflowError, OSError, ValueError):
+        from datetime import datetime, timezone  # beyond the C library's range: as datetime says
+
+        return datetime.fromtimestamp(ts, tz=timezone.utc if utc else None).strftime("%Y-%m-%d %H:%M:%S")

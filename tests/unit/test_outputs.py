@@ -122,3 +122,14 @@ def test_fast_path_matches_typer(tmp_path, capsys, args):
                                   ["--json", "--jobs=0"], ["--json", "--jobs", "x"], ["--json", "--schema", "3"]])
 def test_fast_path_declines_what_it_does_not_handle(tmp_path, args):
     assert fast_stats([str(tmp_path), *args]) is None
+
+
+@pytest.mark.parametrize("ts", [0, 1.5, 1_795_435_747.999, 1e11, -5.5, 2**31, 253_402_300_799])
+@pytest.mark.parametrize("utc", [True, False])
+def test_clock_reads_as_datetime_does(ts, utc):
+    from datetime import datetime, timezone
+
+    from qconsole.output import humanize
+
+    want = datetime.fromtimestamp(ts, tz=timezone.utc if utc else None).strftime("%Y-%m-%d %H:%M:%S")
+    assert humanize.clock(ts, utc=utc) == want
