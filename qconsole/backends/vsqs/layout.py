@@ -12,7 +12,7 @@ from bisect import bisect_right
 import re
 import time
 from itertools import compress, filterfalse, repeat
-from operator import attrgetter, itemgetter, methodcaller, not_, truediv
+from operator import attrgetter, contains, itemgetter, methodcaller, not_, truediv
 
 from ...model import Message, ListingColumns, QueueScan
 from ...states import EXPIRED, FOREIGN, INFLIGHT, READY, VSQS, WRITING
@@ -124,8 +124,23 @@ def _oldest(ready: list[str], widths: set[int]) -> float | None:
     return min(int(m) / vsqs_divisor(m) for m in firsts)
 
 
+def _split_ready(names: list[str]) -> tuple[list[str], list[str]] | None:
+    """(the names without a dot, the others) when every dotless name is ASCII digits (the
+    usual listing: ready ids, and held/writing names that all hold a dot), else None.
+    ``in`` (memchr) per name and one bytes.isdigit over them all cost a third of the
+    per-name str.isdigit, which consults the Unicode tables per character."""
+    dotted = list(map(contains, names, repeat(".")))
+    ready = list(compress(names, map(not_, dotted)))
+    if not _all_ascii_digits("".join(ready)):
+        return None
+    return ready, (list(compress(names, dotted)) if len(ready) != len(names) else [])
+
+
 def _ascii_digits(names: list[str]) -> tuple[list[str], list[str]]:
     """(all-ASCII-digit names, the others), in C; the ready ids are most of a queue."""
+    split = _split_ready(names)
+    if split is not None:
+        return split
     ready = list(filter(str.isdigit, names))
     if ready and not "".join(ready).isascii():  # int() takes other digits; no writer makes them
         ready = [m for m in ready if m.isascii()]
@@ -454,13 +469,8 @@ def _count_chunks(chunks: Iterable[tuple[list[str], frozenset[str] | set[str]]],
     temp = foreign = inflight = expired = 0
     nearest: float | None = None
     for names, irregular in chunks:
-        flags = list(map(str.isdigit, names))
-        ready = list(compress(names, flags))
-        rest = list(compress(names, map(not_, flags))) if len(ready) != len(names) else []
-        del names, flags
-        if ready and not "".join(ready).isascii():  # int() takes other digits; no writer makes them
-            rest += [m for m in ready if not m.isascii()]
-            ready = [m for m in ready if m.isascii()]
+        ready, rest = _ascii_digits(names)
+        del names
         lens = set(map(len, ready))
         if lens and max(lens) > MAX_DIGITS:
             return None  # absurd ids: the exact path words the errors
@@ -476,7 +486,8 @@ def _count_chunks(chunks: Iterable[tuple[list[str], frozenset[str] | set[str]]],
             same = ready if len(lens) == 1 else [m for m in ready if len(m) == w]
             kept = smallest.get(w, [])
             if len(kept) >= _KEEP_OLDEST:  # same width: text order is numeric order
-                same = list(filter(kept[-1].__gt__, same))
+                # most chunks hold none below the kept ones: a C-level min says so
+                same = [m for m in same if m < kept[-1]] if min(same) < kept[-1] else []
             if same:
                 smallest[w] = heapq.nsmallest(_KEEP_OLDEST, kept + same)
         del ready
