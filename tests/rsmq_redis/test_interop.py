@@ -316,3 +316,29 @@ def test_delete_queue_command(node, url):
     assert "old" not in node.call("listQueues")
     out = qconsole("delete-queue", "old", "--yes", "--root", url, "--read-only")
     assert out.returncode == 2 and "read-only" in out.stderr
+
+
+def test_infinite_scores_planted_by_hand_count_and_show_without_a_traceback(node, r, url, ns):
+    """ZADD accepts +inf and -inf, which no client writes: +inf is never delivered (hidden),
+    -inf always first; every command still answers, with a warning and no deadline shown."""
+    node.call("createQueue", qname="inf")
+    for i in range(3):
+        node.call("sendMessage", qname="inf", message=f"m{i}")
+    r.zadd(f"{ns}:inf", {"zzzzzzzzzzplus": float("inf"), "0000000000minus": float("-inf")})
+    r.hset(f"{ns}:inf:Q", mapping={"zzzzzzzzzzplus": "never", "zzzzzzzzzzplus:rc": "1",
+                                    "0000000000minus": "first", "0000000000minus:rc": "1"})
+    doc = json.loads(qconsole("stats", url, "--json").stdout)
+    q = next(q for q in doc["queues"] if q["name"] == "inf")
+    assert q["total"] == 5 and q["inflight"] == 1 and q["ready"] + q["expired"] == 4
+    assert any("+inf" in w for w in q["warnings"])
+    for args in (("ls", "inf", "-r", url), ("ls", "inf", "-r", url, "--json"), ("peek", "inf", "-r", url),
+                 ("peek", "inf", "zzzzzzzzzzplus", "-r", url), ("peek", "inf", "zzzzzzzzzzplus", "-r", url, "--json"),
+                 ("stats", url)):
+        res = qconsole(*args)
+        assert res.returncode == 0 and "Traceback" not in res.stderr and "internal error" not in res.stderr, (args, res.stderr)
+    listed = json.loads(qconsole("ls", "inf", "-r", url, "--json").stdout)["messages"]
+    plus = next(m for m in listed if m["id"] == "zzzzzzzzzzplus")
+    assert plus["state"] == "inflight" and plus["deadline"] is None
+    assert listed[0]["id"] == "0000000000minus"  # -inf: what the consumer meets first
+    peeked = json.loads(qconsole("peek", "inf", "zzzzzzzzzzplus", "-r", url, "--json").stdout)  # strict JSON
+    assert peeked["id"] == "zzzzzzzzzzplus"

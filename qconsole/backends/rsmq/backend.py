@@ -115,6 +115,9 @@ def _num(value: Any) -> float | int | None:
     return int(x) if x.is_integer() else x
 
 
+_INF = float("inf")
+
+
 class _Tally:
     """What counting a queue's members adds up."""
 
@@ -124,6 +127,8 @@ class _Tally:
         self.next_inflight: float | None = None
         self.next_hidden: float | None = None
         self.first_ready: str | None = None
+        #: members scored +inf (never delivered) or -inf (always first): no deadline to show
+        self.infinite = 0
         self.messages: list[Message] = []
         self._seen: set[bytes] = set()
 
@@ -136,6 +141,9 @@ class _Tally:
             seen.add(mid)
             raw = vals[0]
             rc = int(raw) if raw is not None and raw.isdigit() else 0
+            finite = -_INF < score < _INF  # anyone can ZADD +inf/-inf: counted, but no deadline
+            if not finite:
+                self.infinite += 1
             # each judged by the one `now` of the scan
             if score <= now_ms:
                 state = EXPIRED if rc else READY
@@ -143,7 +151,7 @@ class _Tally:
                     self.first_ready = _s(mid)
             else:
                 state = INFLIGHT if rc else DELAYED
-                if count:
+                if count and finite:
                     if self.next_hidden is None or score < self.next_hidden:
                         self.next_hidden = score
                     if rc and (self.next_inflight is None or score < self.next_inflight):
@@ -158,7 +166,7 @@ class _Tally:
                 fr = _int(vals[1]) if len(vals) > 1 else None
                 self.messages.append(RsmqMessage(
                     queue, kind, sid, state, sid, created_at=id_time(sid),
-                    deadline=None if state == READY else score / 1000.0, score=score, rc=rc, fr=fr))
+                    deadline=None if state == READY or not finite else score / 1000.0, score=score, rc=rc, fr=fr))
 
 
 class RsmqBackend(Backend):
@@ -412,6 +420,9 @@ class RsmqBackend(Backend):
         elif received_total != int(received_total) or received_total < counts[INFLIGHT] + counts[EXPIRED]:
             scan.warnings.append(f"{hkey} has {hlen} fields for {total} messages: some fields belong to "
                                  "no message (orphans) or some messages have no body")
+        if tally.infinite:
+            scan.warnings.append(f"{tally.infinite} message(s) scored +inf or -inf in {self.zkey(name)} (no client "
+                                 "writes that): +inf is never delivered, -inf always first")
         scan.oldest_ready_created = None if tally.first_ready is None else id_time(tally.first_ready)
         scan.next_deadline = None if tally.next_inflight is None else tally.next_inflight / 1000.0
         nv = tally.next_hidden
