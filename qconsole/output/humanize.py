@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 
 def duration(seconds: float | None) -> str:
     """``42s``, ``3m05s``, ``2h07m``, ``3d04h``; ``-`` for None."""
-    if seconds is None:
+    if seconds is None or not -1e15 < seconds < 1e15:  # (also NaN and infinities: planted values)
         return "-"
     s = int(round(seconds))
     sign = "-" if s < 0 else ""
@@ -40,7 +41,10 @@ def clock(ts: float | None, *, utc: bool = False) -> str:
     if ts is None:
         return "-"
     try:  # (the time module, not datetime: ~1.5 ms less start-up for `ls`)
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts) if utc else time.localtime(ts))
+        secs = math.floor(ts)
+        if round((ts - secs) * 1e6) >= 1_000_000:  # datetime rounds to the microsecond first
+            secs += 1
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(secs) if utc else time.localtime(secs))
     except (OverflowError, OSError, ValueError):
         from datetime import datetime, timezone  # beyond the C library's range: as datetime says
 

@@ -24,6 +24,18 @@ def cell_width(text: str) -> int:
     return width
 
 
+def field(text: str) -> str:
+    """An escaped cell as one whitespace-free word, so ``awk '{print $2}'`` and friends see the
+    columns where they are: spaces (any Unicode space) as ``\\x20``/``\\u3000`` escapes, an
+    empty value as ``""``. (Exact values: ``--json``.)"""
+    if not text:
+        return '""'
+    if text.isprintable() and not any(map(str.isspace, text)):
+        return text
+    return "".join(f"\\x{ord(c):02x}" if c.isspace() and ord(c) < 0x100 else f"\\u{ord(c):04x}" if c.isspace()
+                   else c for c in text)
+
+
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
     """Lines of ``header`` and ``rows``, columns two spaces apart, right-aligned where
     ``right`` says; no trailing blanks."""

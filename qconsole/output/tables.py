@@ -136,12 +136,12 @@ def messages_table(queue: str, messages: list[Message], now: float, sizes: dict[
 def messages_plain(messages: list[Message], now: float, sizes: dict[str, int | None]) -> list[str]:
     """The ls table as plain aligned lines (for a pipe: :mod:`.plain`), with the full ids
     a script passes on to ``peek``/``delete``, not the shortened ones the terminal shows."""
-    from .plain import aligned
+    from .plain import aligned, field
 
     rows = [
         (
             str(i) if m.state == READY else "",
-            safe_name(m.id),
+            field(safe_name(m.id)),
             m.state,
             m.priority_text or "-",
             _created(m.created_at, now),

@@ -124,7 +124,8 @@ def test_fast_path_declines_what_it_does_not_handle(tmp_path, args):
     assert fast_stats([str(tmp_path), *args]) is None
 
 
-@pytest.mark.parametrize("ts", [0, 1.5, 1_795_435_747.999, 1e11, -5.5, 2**31, 253_402_300_799])
+@pytest.mark.parametrize("ts", [0, 1.5, 1_795_435_747.999, 1e11, -5.5, 2**31, 253_402_300_799, 1_699_999_999.9999995,
+                                1_699_999_999.9999994, -0.0000004, -0.0000006])
 @pytest.mark.parametrize("utc", [True, False])
 def test_clock_reads_as_datetime_does(ts, utc):
     from datetime import datetime, timezone
@@ -133,3 +134,10 @@ def test_clock_reads_as_datetime_does(ts, utc):
 
     want = datetime.fromtimestamp(ts, tz=timezone.utc if utc else None).strftime("%Y-%m-%d %H:%M:%S")
     assert humanize.clock(ts, utc=utc) == want
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), 1e300])
+def test_duration_of_a_planted_absurd_value_is_a_dash(value):
+    from qconsole.output import humanize
+
+    assert humanize.duration(value) == "-"

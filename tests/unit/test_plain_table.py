@@ -46,3 +46,11 @@ def test_to_terminal_follows_richs_rules(monkeypatch, env, tty, expected):
             return tty
 
     assert to_terminal(Stream()) is expected
+
+
+def test_ids_with_spaces_or_empty_stay_one_column():
+    msgs = [Message(queue="q", id=mid, state="ready", relpath=mid or "x", layout="rsmq")
+            for mid in ("a b c", "", "x\u3000y", "plain")]
+    rows = [line.split() for line in messages_plain(msgs, 0.0, {})[1:]]
+    assert [r[1] for r in rows] == ["a\\x20b\\x20c", '""', "x\\u3000y", "plain"]
+    assert {len(r) for r in rows} == {len(rows[-1])}  # every row as many words as the plain one

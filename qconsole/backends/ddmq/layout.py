@@ -384,6 +384,7 @@ def _stream(summarize: Callable[..., Any], path: str, typed: bool, beside: bool 
 
 
 def _merged_errors(a_lines: list[str], a_dropped: int, b_lines: list[str], b_dropped: int) -> tuple[list[str], int]:
+    # past MAX_ERRORS lines, which are kept depends on how the chunks were shared (the number not)
     errors = ErrorList()
     _merge_errors(errors, a_lines, a_dropped)
     _merge_errors(errors, b_lines, b_dropped)

@@ -396,8 +396,8 @@ def _count_plain(name: str, names: list[str], now: float) -> QueueScan | None:
         if "".join(map(itemgetter(slice(w, None)), new)) != ".new" * len(new) or \
                 not _all_ascii_digits("".join(new_ids)):
             return None
-    if (held or new) and len(set(ready).union(held_ids, new_ids)) != len(names):
-        return None  # an id under two names (a consume or a publish during the listing)
+    if len(set(ready).union(held_ids, new_ids)) != len(names):
+        return None  # an id under two names (a consume or a publish meanwhile), or a name listed twice
     counts = scan.counts
     counts[READY] = len(ready)
     counts[WRITING] = len(new)
