@@ -17,7 +17,8 @@ import math
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
-from itertools import compress
+from itertools import chain, compress
+from operator import itemgetter, methodcaller
 
 from .model import Message, QueueScan
 from .states import DELAYED, EXPIRED, INFLIGHT, READY, STATES
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 #: state word -> the one-byte code in :attr:`MessageColumns.states`
 STATE_CODE: dict[str, int] = {s: i for i, s in enumerate(STATES)}
 NO_DEADLINE = math.nan
+_THIRD = itemgetter(2)
 
 
 _TRIM: list[object] = []
@@ -52,6 +54,59 @@ def release_memory() -> None:
         trim(0)  # type: ignore[operator]
 
 
+class NameTails(Sequence[str]):
+    """Ids that are the tail of each row's file name after ``marker`` (ddmq: ``<priority>.<number>.ddmq<id>``): a
+    view over the names (``heads``, then ``rest``), so a million messages keep one string each,
+    not two. Bulk reads (iteration, :meth:`index`) run in C over the names."""
+
+    __slots__ = ("heads", "rest", "marker", "_tail")
+
+    def __init__(self, heads: list[str], rest: list[str], marker: str) -> None:
+        self.heads = heads
+        self.rest = rest
+        self.marker = marker
+        self._tail = methodcaller("rpartition", marker)
+
+    def __len__(self) -> int:
+        return len(self.heads) + len(self.rest)
+
+    def _name(self, i: int) -> str:
+        n = len(self.heads)
+        return self.heads[i] if i < n else self.rest[i - n]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self._name(i).rpartition(self.marker)[2] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("id index out of range")
+        return self._name(index).rpartition(self.marker)[2]
+
+    def __iter__(self) -> Iterator[str]:
+        return map(_THIRD, map(self._tail, chain(self.heads, self.rest)))
+
+    def __contains__(self, ident: object) -> bool:
+        try:
+            return isinstance(ident, str) and self.index(ident) >= 0
+        except ValueError:
+            return False
+
+    def index(self, ident: str, start: int = 0, stop: int | None = None) -> int:  # type: ignore[override]
+        """Row of ``ident`` (ValueError when none): the name ending in ``marker + ident`` (an id
+        holds no marker, so that end is one id's only), looked for a chunk at a time in C."""
+        ends = methodcaller("endswith", self.marker + ident)
+        stop = len(self) if stop is None else min(stop, len(self))
+        n = len(self.heads)
+        for names, base in ((self.heads, 0), (self.rest, n)):
+            lo, hi = max(start - base, 0), min(stop - base, len(names))
+            for i in range(lo, hi, 65_536):
+                flags = list(map(ends, names[i : min(hi, i + 65_536)]))
+                if True in flags:
+                    return base + i + flags.index(True)
+        raise ValueError(f"{ident!r} is not in the list")
+
+
 class MessageColumns(Sequence[Message]):
     """Messages of one queue in delivery order: ready ones in the order the real consumer
     takes them, then in flight by deadline, then expired, then the rest (as
@@ -65,23 +120,27 @@ class MessageColumns(Sequence[Message]):
     ``offset``: the rows before it have their id as file name and no deadline (VSQS ready
     messages): ``relpaths`` and ``deadlines`` start at row ``offset``, so a million ready
     messages cost no second list and no array of NaNs (use :meth:`relpath`, :meth:`deadline_at`).
+    ``heads``: when given, the file names of the rows before ``offset`` (ddmq ready messages,
+    whose id is a part of their name: ``ids`` is then a :class:`NameTails` view over the names).
     ``ready_sorted``: the ready ids are in text order (so :meth:`index_of` can bisect).
     ``stamp``: what the backend saw of the listed directories (to skip an unchanged one).
     """
 
-    __slots__ = ("queue", "ids", "relpaths", "states", "deadlines", "offset", "scan", "objects", "make",
+    __slots__ = ("queue", "ids", "relpaths", "states", "deadlines", "offset", "heads", "scan", "objects", "make",
                  "ready_n", "ready_sorted", "stamp", "listed_at", "partial", "ready_sums", "_cache", "_held_deadlines")
 
     def __init__(self, queue: str, ids: list[str], relpaths: list[str], states: bytearray, deadlines: array,
                  scan: QueueScan, *, make: Callable[[MessageColumns, int], Message] | None = None,
                  objects: list[Message] | None = None, ready_sorted: bool = False, stamp: Any = None,
-                 listed_at: float = 0.0, partial: bool = False, offset: int = 0) -> None:
+                 listed_at: float = 0.0, partial: bool = False, offset: int = 0,
+                 heads: list[str] | None = None) -> None:
         self.queue = queue
         self.ids = ids
         self.relpaths = relpaths
         self.states = states
         self.deadlines = deadlines
         self.offset = offset
+        self.heads = heads
         self.scan = scan
         self.objects = objects
         self.make = make
@@ -162,7 +221,9 @@ class MessageColumns(Sequence[Message]):
     # ------------------------------------------------------------------ columns
 
     def relpath(self, i: int) -> str:
-        return self.ids[i] if i < self.offset else self.relpaths[i - self.offset]
+        if i < self.offset:
+            return self.ids[i] if self.heads is None else self.heads[i]
+        return self.relpaths[i - self.offset]
 
     def deadline_at(self, i: int) -> float:
         """Row ``i``'s deadline, NaN when it has none."""
