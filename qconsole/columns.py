@@ -304,6 +304,15 @@ class MessageColumns(Sequence[Message]):
         if not gone:
             return self
         keep = [not x for x in map(gone.__contains__, self.ids)]
+        if isinstance(self.ids, NameTails) and self.heads is not None and self.objects is None:
+            # ids are a view over the names: the names are kept (in C), the view made again
+            n = self.offset
+            heads = list(compress(self.heads, keep[:n]))
+            rest = list(compress(self.relpaths, keep[n:]))
+            return MessageColumns(self.queue, NameTails(heads, rest, self.ids.marker), rest,  # type: ignore[arg-type]
+                                  bytearray(compress(self.states, keep)),
+                                  array("d", compress(self.deadlines, keep[n:])), self.scan, make=self.make,
+                                  offset=len(heads), heads=heads, stamp=None, listed_at=self.listed_at)
         rows = self.rows_where(keep)
         ids = [self.ids[i] for i in rows]
         relpaths = [self.relpath(i) for i in rows]

@@ -317,6 +317,18 @@ def test_an_unreadable_work_dir_is_one_error_line(big: Any) -> None:
         os.chmod(os.path.join(q, "work"), 0o755)
 
 
+def test_an_action_drops_its_messages_and_the_next_listing_starts_from_what_is_left(big: Any, small_chunks: None) -> None:
+    backend, q = big
+    cols = backend.list_messages("q", NOW)
+    gone = {cols[0].id, cols[150].id, cols[-1].id}  # two ready, one expired
+    for i in (0, 150, len(cols) - 1):
+        os.unlink(os.path.join(q, cols[i].relpath))
+    left = cols.without(gone)
+    assert seen(left) == [r for r in seen(cols) if r[0] not in gone]
+    assert left.ready_n == cols.ready_n - 2 and left.index_of(cols[151].id) == 149
+    agrees(backend, relist(backend, left))
+
+
 def test_name_tails_are_the_ids() -> None:
     heads = [f"{p}.1764000000{i}.ddmq{u}" for i, (p, u) in enumerate([("1", "aa"), ("1", "b"), ("2", "ddmqx")])]
     ids = NameTails(heads, ["work/5.1.2.ddmqzz"], ".ddmq")

@@ -112,17 +112,20 @@ class _Work:
         return {f"{p}.{q}.ddmq{u}" for _d, p, q, u in self.groups}
 
 
-def _not_held(ready: list[str], work: _Work, new: list[str] | None = None) -> list[str]:
+def _not_held(ready: list[str], work: _Work, new: list[str] | None = None, hashes: array | None = None) -> list[str]:
     """``ready`` without the messages work/ also holds (consumed while listed: work/'s copy
-    counts, as in ``scan_queue``). ``new``: only these were not ready before, so only they are
-    compared by id; the rest by the name a consumer's rename keeps."""
+    counts, as in ``scan_queue``). A full listing compares ids (``hashes``: the ready ids'
+    hashes, to find out in C whether there is anything to compare); a relisting compares only
+    the ``new`` names by id, the ones kept by the name a consumer's rename keeps."""
     if not work.groups or not ready:
         return ready
     held_ids = work.ids()
     if new is None:
-        gone = {n for n in ready if uid_of(n) in held_ids} if not held_ids.isdisjoint(map(uid_of, ready)) else set()
+        if hashes is not None and set(map(hash, held_ids)).isdisjoint(hashes):
+            return ready
+        gone = {n for n in ready if uid_of(n) in held_ids}
     else:
-        gone = work.waiting_names().intersection(ready)
+        gone = {n for n in work.waiting_names() if sn.in_sorted(ready, n)}
         gone.update(n for n in new if uid_of(n) in held_ids)
     if not gone:
         return ready
@@ -270,8 +273,8 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
                 early = _Work(qdir, name)  # for the partial rows only; listed again after the queue
 
                 def show(merged: list[str]) -> None:
-                    progress(_build(name, now, _not_held(merged, early), acc, early, partial=True, stamp=None,
-                                    listed_at=started))
+                    rows = _not_held(merged, early, hashes=acc.id_hashes)
+                    progress(_build(name, now, rows, acc, early, partial=True, stamp=None, listed_at=started))
 
             ready = sn.dedupe_sorted(sn.sorted_listing(qdir, acc.take, show))
             hashes = acc.id_hashes
@@ -300,7 +303,7 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
         scan.errors.append(os_error_line(err, name))
         return MessageColumns.from_messages(name, [], scan)
     work = _Work(qdir, name)
-    kept = _not_held(ready, work, new)
+    kept = _not_held(ready, work, new, acc.id_hashes)
     cols = _build(name, now, kept, acc, work, partial=False, stamp=stamp, listed_at=started)
     if kept is ready and sums is not None:
         cols.ready_sums = sums
