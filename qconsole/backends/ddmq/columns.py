@@ -49,7 +49,7 @@ def uid_of(name: str) -> str:
 def make_message(cols: MessageColumns, i: int) -> Message:
     """Row ``i`` of ddmq columns as a Message (what :func:`.layout._messages` would have made)."""
     rel = cols.relpath(i)
-    if i < cols.offset:  # a waiting name, checked when listed: <priority>.<queue number>.ddmq<id>
+    if "/" not in rel:  # a waiting name, checked when listed: <priority>.<queue number>.ddmq<id>
         prio, qn, tail = rel.split(".")
         return Message(cols.queue, DDMQ, tail[4:], READY, rel, int(prio), prio, ddmq_created(qn))
     dl, prio, qn, tail = rel[len(WORK) + 1 :].split(".")
