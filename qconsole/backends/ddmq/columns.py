@@ -306,9 +306,7 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
     kept = _not_held(ready, work, new, acc.id_hashes)
     cols = _build(name, now, kept, acc, work, partial=False, stamp=stamp, listed_at=started)
     if kept is ready and sums is not None:
-        cols.ready_sums = sums
-    elif len(kept) <= MAX_SUMS:
-        cols.ready_sums = sn.running_sums(kept)  # what the next relisting checks against
+        cols.ready_sums = sums  # else the next relisting sums what it checks against (0.7 s at 1M names)
     return cols
 
 
