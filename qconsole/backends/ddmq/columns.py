@@ -14,8 +14,8 @@ import os
 import time
 from array import array
 from bisect import bisect_left
-from itertools import compress, repeat
-from operator import itemgetter, methodcaller, not_
+from itertools import compress, islice
+from operator import eq, itemgetter, methodcaller, not_
 
 from ...columns import STATE_CODE, MessageColumns, NameTails
 from ...model import Message, QueueScan
@@ -38,8 +38,6 @@ MARKER = ".ddmq"
 _UID = methodcaller("group", 3)
 _HAS_MARKER = methodcaller("__contains__", MARKER)
 _FOURTH = itemgetter(3)
-#: ready rows' running hash sums are kept up to this many (8 bytes each)
-MAX_SUMS = 8_000_000
 
 
 def uid_of(name: str) -> str:
@@ -213,14 +211,16 @@ def _build(queue: str, now: float, ready: list[str], acc: _Acc, work: _Work | No
                           partial=partial)
 
 
-def _head_and_tail(qdir: str, base: list[str], sums: array, acc: _Acc) -> tuple[list[str], list[str], array] | None:
+def _head_and_tail(qdir: str, base: list[str], acc: _Acc) -> tuple[list[str], list[str]] | None:
     """The usual change of a live queue without a set of a million names: consumers took the
     first names, producers added names after the last one (new messages of the usual priority).
     Holds when the names with ddmq's marker listed are exactly ``base`` from the smallest one
     listed on, plus names above ``base``'s last: checked by their count and the sum of their
-    (per-process salted) string hashes. Returns (the kept names, the new names that are ready),
-    or None when it does not hold (a requeue at priority 0, a delete in the middle, a foreign
-    name with the marker below the last): then the caller diffs by sets."""
+    (per-process salted) string hashes (cached in the strings: ~0.1 s at a million, where a
+    kept array of running sums would hold 8 MB twice while two listings live). Returns (the
+    names now, the new ones among them), or None when it does not hold (a requeue at
+    priority 0, a delete in the middle, a foreign name with the marker below the last): then
+    the caller diffs by sets."""
     if not base:
         return None
     hi = lo = base[-1]
@@ -241,14 +241,20 @@ def _head_and_tail(qdir: str, base: list[str], sums: array, acc: _Acc) -> tuple[
         tail.extend(filter(hi.__lt__, marked))
         listed += sn.hash_sum(marked)
     k = bisect_left(base, lo)
-    if n_marked != len(base) - k + len(tail) or listed != sums[-1] - sums[k] + sn.hash_sum(tail):
+    if n_marked != len(base) - k + len(tail):
+        return None
+    kept_sum = 0
+    for i in range(k, len(base), sn.CHUNK):
+        kept_sum += sn.hash_sum(base[i : i + sn.CHUNK])
+        sn.pause()
+    if listed != kept_sum + sn.hash_sum(tail):
         return None
     names = rest + sorted(set(tail))  # (a name listed twice: renamed back and forth meanwhile)
     new = acc.take(names, sn.lstat_irregular(qdir, names))
     new.sort()
-    kept_sums = sums[k:]  # the kept names' sums carry on from the last listing's
-    kept_sums.extend(sn.running_sums(new, kept_sums[-1])[1:])
-    return base[k:] + new, new, kept_sums
+    kept = base[k:]
+    kept += new
+    return kept, new
 
 
 @gc_paused
@@ -265,7 +271,6 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
         base = previous.heads
     acc = _Acc(track_ids=base is None)
     new: list[str] | None = None
-    sums: array | None = None
     try:
         if base is None:
             show = None
@@ -277,16 +282,12 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
                     progress(_build(name, now, rows, acc, early, partial=True, stamp=None, listed_at=started))
 
             ready = sn.dedupe_sorted(sn.sorted_listing(qdir, acc.take, show))
-            hashes = acc.id_hashes
-            if hashes is not None and len(set(hashes)) != len(hashes):
+            if _twice(acc.id_hashes):
                 return _exact(root, name, now, stamp, started)  # one id in two waiting names (a copied file)
         else:
-            old_sums = previous.ready_sums
-            if old_sums is None or len(old_sums) != len(base) + 1:
-                old_sums = sn.running_sums(base) if len(base) <= MAX_SUMS else None
-            quick = _head_and_tail(qdir, base, old_sums, acc) if old_sums is not None else None
+            quick = _head_and_tail(qdir, base, acc)
             if quick is not None:
-                ready, new, sums = quick
+                ready, new = quick
             else:
                 fresh: list[str] = []
 
@@ -305,9 +306,24 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
     work = _Work(qdir, name)
     kept = _not_held(ready, work, new, acc.id_hashes)
     cols = _build(name, now, kept, acc, work, partial=False, stamp=stamp, listed_at=started)
-    if kept is ready and sums is not None:
-        cols.ready_sums = sums  # else the next relisting sums what it checks against (0.7 s at 1M names)
     return cols
+
+
+def _twice(hashes: array | None) -> bool:
+    """Whether a hash is there twice: each quarter of the hash range sorted as ints and
+    neighbours compared, in C (a set of a million ints would take 64 MB, a sorted list of
+    them 40 MB; a quarter at a time, 10 MB)."""
+    if not hashes:
+        return False
+    for lo, hi in _QUARTERS:
+        ordered = sorted(filter(hi.__gt__, filter(lo.__le__, hashes)))
+        if any(map(eq, ordered, islice(ordered, 1, None))):
+            return True
+        del ordered
+    return False
+
+
+_QUARTERS = [(-(1 << 63) + q * (1 << 62), -(1 << 63) + (q + 1) * (1 << 62)) for q in range(4)]
 
 
 def _exact(root: str, name: str, now: float, stamp: object, started: float) -> MessageColumns:

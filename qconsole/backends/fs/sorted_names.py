@@ -140,9 +140,9 @@ def hash_sum(names: list[str]) -> int:
 
 def sorted_listing(qdir: str, take: Take, partial: Callable[[list[str]], None] | None = None) -> list[str]:
     """The ready names of ``qdir`` sorted in text order, from one typed listing read in chunks
-    (``take`` sorts each chunk's names out and keeps what else it found). ``partial`` gets a
-    copy of the sorted ready names so far, after the first chunk and then every
-    PARTIAL_EVERY_S, and the listing waits a moment after each so the screen can paint them."""
+    (``take`` sorts each chunk's names out and keeps what else it found). ``partial`` gets the
+    sorted ready names so far, after the first chunk and then every
+    PARTIAL_EVERY_S (the caller copies it if it changes it), and the listing waits a moment after each so the screen can paint them."""
     runs: list[list[str]] = []
     shown_at = None
     for names, irregular in listing_chunks(qdir, True, CHUNK, FIRST_CHUNK):
@@ -155,7 +155,7 @@ def sorted_listing(qdir: str, take: Take, partial: Callable[[list[str]], None] |
             shown_at = time.monotonic()
             merged = merge_runs(runs)
             runs = [merged]
-            partial(list(merged))
+            partial(merged)  # (not changed afterwards: later merges make new lists)
             time.sleep(PARTIAL_PAUSE_S if len(merged) > FIRST_CHUNK else FIRST_PAUSE_S)  # the screen paints
     return merge_runs(runs)
 

@@ -248,7 +248,8 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
     try:
         if base is None:
             def partial(merged: list[str]) -> None:
-                progress(_build(name, now, merged, acc, partial=True, stamp=None, listed_at=started))
+                # (a copy: _build extends the list it is given)
+                progress(_build(name, now, list(merged), acc, partial=True, stamp=None, listed_at=started))
 
             ready = sn.sorted_listing(qdir, acc.take, partial if progress is not None else None)
             ready = sn.dedupe_sorted(_order(ready, acc.widths))
