@@ -93,18 +93,45 @@ class NameTails(Sequence[str]):
             return False
 
     def index(self, ident: str, start: int = 0, stop: int | None = None) -> int:  # type: ignore[override]
-        """Row of ``ident`` (ValueError when none): the name ending in ``marker + ident`` (an id
-        holds no marker, so that end is one id's only), looked for a chunk at a time in C."""
-        ends = methodcaller("endswith", self.marker + ident)
+        """Row of ``ident`` (ValueError when none): the name ending in ``marker + ident`` (an id is
+        letters and digits, so that end is one id's only), found with ``str.find`` over each
+        chunk's names joined by newlines (names hold none): ~60 ms for a miss at a million."""
+        if not (ident.isascii() and ident.isalnum()):
+            raise ValueError(f"{ident!r} is not in the list")
+        want = self.marker + ident + "\n"
         stop = len(self) if stop is None else min(stop, len(self))
         n = len(self.heads)
         for names, base in ((self.heads, 0), (self.rest, n)):
             lo, hi = max(start - base, 0), min(stop - base, len(names))
-            for i in range(lo, hi, 65_536):
-                flags = list(map(ends, names[i : min(hi, i + 65_536)]))
-                if True in flags:
-                    return base + i + flags.index(True)
+            for i in range(lo, hi, _SEARCH_CHUNK):
+                text = "\n".join(names[i : min(hi, i + _SEARCH_CHUNK)]) + "\n"
+                at = text.find(want)
+                if at >= 0:
+                    return base + i + text.count("\n", 0, at)
         raise ValueError(f"{ident!r} is not in the list")
+
+    def present(self, wanted: set[str] | frozenset[str]) -> set[str]:
+        """Those of ``wanted`` that are ids here, in one pass per id length: each name's last
+        characters (a slice, in C) against the wanted ids, then the few candidates checked."""
+        by_len: dict[int, set[str]] = {}
+        for w in wanted:
+            if w.isascii() and w.isalnum():
+                by_len.setdefault(len(w), set()).add(w)
+        out: set[str] = set()
+        for width, ids in by_len.items():
+            ends = itemgetter(slice(-width, None))
+            for names in (self.heads, self.rest):
+                for i in range(0, len(names), _SEARCH_CHUNK):
+                    part = names[i : i + _SEARCH_CHUNK]
+                    for name in compress(part, map(ids.__contains__, map(ends, part))):
+                        tail = name.rpartition(self.marker)[2]
+                        if tail in ids:
+                            out.add(tail)
+        return out
+
+
+#: names joined or sliced at a time when NameTails searches (a few ms of C each)
+_SEARCH_CHUNK = 65_536
 
 
 class MessageColumns(Sequence[Message]):
@@ -120,8 +147,9 @@ class MessageColumns(Sequence[Message]):
     ``offset``: the rows before it have their id as file name and no deadline (VSQS ready
     messages): ``relpaths`` and ``deadlines`` start at row ``offset``, so a million ready
     messages cost no second list and no array of NaNs (use :meth:`relpath`, :meth:`deadline_at`).
-    ``heads``: when given, the file names of the rows before ``offset`` (ddmq ready messages,
-    whose id is a part of their name: ``ids`` is then a :class:`NameTails` view over the names).
+    ``heads``: when given, the file names of the rows before ``offset``, in text order (ddmq
+    ready messages, whose id is a part of their name: ``ids`` is then a :class:`NameTails` view
+    over the names).
     ``ready_sorted``: the ready ids are in text order (so :meth:`index_of` can bisect).
     ``stamp``: what the backend saw of the listed directories (to skip an unchanged one).
     """
@@ -263,14 +291,28 @@ class MessageColumns(Sequence[Message]):
                 out.append(i)
         return out
 
-    def index_of(self, ident: str, near: int = 0) -> int | None:
+    def index_of(self, ident: str, near: int = 0, name: str | None = None) -> int | None:
         """Row of message id ``ident``: near ``near`` first, then by bisection over the ready
-        rows when they are in text order, else one pass over the ids (in C)."""
+        rows when they are in text order, else one pass over the ids (in C). With ``heads``
+        (in text order) and ``name``, the message's file name when it was seen: that name by
+        bisection, then the few rows after the heads (it was consumed meanwhile); a message
+        that is ready again under another name (requeued at another priority) is not looked
+        for among a million names (the caller takes it as gone)."""
         ids = self.ids
         lo = max(0, near - 64)
         for i in range(lo, min(len(ids), near + 64)):
             if ids[i] == ident:
                 return i
+        if self.heads is not None and name is not None:
+            from bisect import bisect_left
+
+            i = bisect_left(self.heads, name, 0, self.offset)
+            if i < self.offset and self.heads[i] == name:
+                return i
+            try:
+                return ids.index(ident, self.offset)
+            except ValueError:
+                return None
         if self.ready_sorted and self.ready_n:
             from bisect import bisect_left
 
@@ -288,6 +330,14 @@ class MessageColumns(Sequence[Message]):
 
     def id_set(self) -> set[str]:
         return set(self.ids)
+
+    def present(self, wanted: set[str] | frozenset[str]) -> set[str]:
+        """Those of ``wanted`` that are ids of rows here (marks that still hold)."""
+        if isinstance(self.ids, NameTails):
+            return self.ids.present(wanted)
+        if len(wanted) > 64:
+            return wanted & self.id_set()
+        return {i for i in wanted if self.index_of(i) is not None}
 
     def rows_where(self, keep: Iterable[bool]) -> list[int]:
         return list(compress(range(len(self.ids)), keep))

@@ -336,6 +336,27 @@ def test_name_tails_are_the_ids() -> None:
     assert "a" not in ids and "x" not in ids and "b" in ids
     with pytest.raises(ValueError):
         ids.index("b", 2)
+    with pytest.raises(ValueError):
+        ids.index("aa\n1.17640000001.ddmqb")  # not an id: never matched across two names
+    assert ids.present({"aa", "zz", "a", "x", "ddmqx", "b\n", "nope"}) == {"aa", "zz", "ddmqx"}
+
+
+def test_a_row_is_found_by_its_name_and_marks_that_still_hold_are_kept(big: Any, small_chunks: None) -> None:
+    backend, q = big
+    cols = backend.list_messages("q", NOW)
+    msgs = [cols[i] for i in (0, 5, 299, 300, 305)]  # ready ones and held ones
+    for m in msgs:
+        assert cols.index_of(m.id, name=m.relpath) == cols.index_of(m.id) == next(
+            i for i in range(len(cols)) if cols[i].id == m.id)
+    first = msgs[0]
+    os.rename(os.path.join(q, first.relpath), os.path.join(q, "work", f"{int(NOW + 60)}.{first.relpath}"))
+    os.unlink(os.path.join(q, msgs[1].relpath))
+    after = relist(backend, cols)
+    agrees(backend, after)
+    # consumed meanwhile: found among the held rows, from the name it had
+    assert after.index_of(first.id, near=0, name=first.relpath) == after.ready_n + 3
+    assert after.index_of(msgs[1].id, name=msgs[1].relpath) is None
+    assert after.present({m.id for m in msgs} | {"gone"}) == {m.id for m in msgs} - {msgs[1].id}
 
 
 # -- the real client ------------------------------------------------------------------------
