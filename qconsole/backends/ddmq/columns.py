@@ -281,9 +281,11 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
                     rows = _not_held(merged, early, hashes=acc.id_hashes)
                     progress(_build(name, now, rows, acc, early, partial=True, stamp=None, listed_at=started))
 
-            ready = sn.dedupe_sorted(sn.sorted_listing(qdir, acc.take, show))
+            ready = sn.sorted_listing(qdir, acc.take, show)
+            # one id in two waiting names (a copied file; or one name listed twice, renamed back
+            # and forth meanwhile): the exact rules, as the collected scan has them
             if _twice(acc.id_hashes):
-                return _exact(root, name, now, stamp, started)  # one id in two waiting names (a copied file)
+                return _exact(root, name, now, stamp, started)
         else:
             quick = _head_and_tail(qdir, base, acc)
             if quick is not None:
