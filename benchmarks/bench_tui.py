@@ -67,7 +67,8 @@ def rss_mb() -> float:
 
 def build_ddmq(base: str, n: int) -> str:
     """``n`` messages in ``base/big`` as ddmq 0.9.14 names them (priority 999, the default; 1% in
-    ``work/`` with a deadline 10 min ahead), a small JSON body each, and an empty queue ``small``."""
+    ``work/`` with a deadline an hour ahead: none expires while a root is reused for a few runs), a small
+    JSON body each, and an empty queue ``small``."""
     import uuid
 
     now = time.time()
@@ -86,7 +87,7 @@ def build_ddmq(base: str, n: int) -> str:
         body = json.dumps({"message": "bench", "priority": 999, "queue_number": int(qn), "id": uid, "queue": QUEUE,
                            "filename": name, "timeout": None, "requeue": False, "requeue_counter": 0,
                            "requeue_limit": None})
-        path = os.path.join(q, "work", f"{int(now + 600 + i % 300)}.{name}") if i < held else os.path.join(q, name)
+        path = os.path.join(q, "work", f"{int(now + 3600 + i % 300)}.{name}") if i < held else os.path.join(q, name)
         fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
         os.write(fd, body.encode())
         os.close(fd)
