@@ -384,3 +384,63 @@ def test_the_real_clients_queue_reads_as_the_collected_scan_and_in_its_order(tmp
     assert spy == [True]
     agrees(backend, after, now=now)
     assert after.scan.counts["ready"] == 117 and after.scan.counts["inflight"] == 5
+
+
+def test_relistings_beside_the_real_client_producing_and_consuming(tmp_path: Any, small_chunks: None,
+                                                                   spy: list[bool]) -> None:
+    """ddmq 0.9.14's own publish/consume/ack in threads while the console relists by difference:
+    no listing shows an id twice, and once the clients stop a relisting reads as a fresh one."""
+    import threading
+
+    b = ddmq_broker(str(tmp_path), "q")
+    for i in range(300):
+        b.publish("q", f"m{i}", priority=[999, 999, 999, 5][i % 4])
+    backend = open_target(str(tmp_path))
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def producer() -> None:
+        from peers import ddmq_module
+
+        p = ddmq_module().broker(str(tmp_path))
+        while not stop.is_set():
+            p.publish("q", "live", clean=False)
+            time.sleep(0.002)
+
+    def consumer() -> None:
+        from peers import ddmq_module
+
+        c = ddmq_module().broker(str(tmp_path))
+        while not stop.is_set():
+            try:
+                msg = c.consume("q", clean=False)
+                if msg is not None:
+                    c.ack("q", msg.filename, clean=False)
+            except (OSError, ValueError):
+                pass  # ddmq's own races: the other consumer renamed it first, or it read a file
+                # the producer had not finished writing (ddmq writes in place: invalid JSON)
+            except BaseException as err:  # noqa: BLE001 (reported below)
+                errors.append(err)
+                return
+
+    threads = [threading.Thread(target=f) for f in (producer, consumer, consumer)]
+    for t in threads:
+        t.start()
+    try:
+        cols = backend.list_messages("q", time.time())
+        for _ in range(25):
+            cols.stamp = None
+            cols = backend.list_messages("q", time.time(), previous=cols)
+            ids = list(cols.ids)
+            assert len(set(ids)) == len(ids)
+            assert cols.scan.counts["ready"] == cols.ready_n
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors and True in spy
+    now = time.time()
+    cols.stamp = None
+    after = backend.list_messages("q", now, previous=cols)
+    agrees(backend, after, now=now)
+    assert seen(after) == seen(backend.list_messages("q", now))
