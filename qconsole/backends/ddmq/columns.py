@@ -220,7 +220,7 @@ def _head_and_tail(qdir: str, base: list[str], acc: _Acc) -> tuple[list[str], li
     kept array of running sums would hold 8 MB twice while two listings live). Returns (the
     names now, the new ones among them), or None when it does not hold (a requeue at
     priority 0, a delete in the middle, a foreign name with the marker below the last): then
-    the caller diffs by sets."""
+    the caller looks each name up (:func:`..fs.sorted_names.relist_by_lookup`)."""
     if not base:
         return None
     hi = lo = base[-1]
@@ -290,15 +290,16 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
             quick = _head_and_tail(qdir, base, acc)
             if quick is not None:
                 ready, new = quick
-            else:
-                fresh: list[str] = []
-
-                def take_new(names: list[str], irregular: frozenset[str] | set[str]) -> list[str]:
-                    fresh.extend(acc.take(names, irregular))
-                    return fresh
-
-                ready, _listed = sn.relist_by_sets(qdir, base, frozenset(), take_new)
-                new = fresh
+            else:  # names below the last came or went: each listed name looked up
+                ready, others, _listed = sn.relist_by_lookup(qdir, base, _HAS_MARKER)
+                others = sorted(set(others))  # (a name listed twice: renamed back and forth meanwhile)
+                new = acc.take(others, sn.lstat_irregular(qdir, others))
+                new.sort()
+                if new and ready and new[0] < ready[-1]:
+                    ready += new
+                    ready.sort()  # two sorted runs: one linear merge
+                else:
+                    ready += new
             if len(set(map(uid_of, new))) != len(new):
                 return _exact(root, name, now, stamp, started)  # a new id twice among the waiting names
     except OSError as err:

@@ -10,13 +10,14 @@ mean (which are ready, which are leftovers) is the layout's: it passes a ``take`
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import time
 from array import array
 from bisect import bisect_left, bisect_right
 from itertools import accumulate, compress, repeat
-from operator import and_, eq
+from operator import and_, eq, not_
 
 from .listing import listing_chunks
 
@@ -158,6 +159,34 @@ def sorted_listing(qdir: str, take: Take, partial: Callable[[list[str]], None] |
             partial(merged)  # (not changed afterwards: later merges make new lists)
             time.sleep(PARTIAL_PAUSE_S if len(merged) > FIRST_CHUNK else FIRST_PAUSE_S)  # the screen paints
     return merge_runs(runs)
+
+
+def relist_by_lookup(qdir: str, base: list[str], marked: Callable[[str], bool]) -> tuple[list[str], list[str], int]:
+    """(a new list of the names of ``base`` still listed, in order and as the same string
+    objects; the other listed names, unsorted; the number of names listed), from one plain
+    listing read in chunks. Each ``marked`` name (the layout's cheap test for a possible
+    message name) is looked up in a set of ``base``'s own strings (a table of references: 32 MB
+    at a million names, where a set of the listing would hold its million new strings too)."""
+    gone = set(base)  # what is left in it at the end was not listed
+    others: list[str] = []
+    listed = 0
+    for part, _irregular in listing_chunks(qdir, False, CHUNK):
+        listed += len(part)
+        pause()
+        flags = list(map(marked, part))
+        names = part if all(flags) else list(compress(part, flags))
+        if len(names) != len(part):
+            others.extend(compress(part, map(not_, flags)))
+        there = list(map(gone.__contains__, names))
+        if all(there):
+            gone.difference_update(names)
+            continue
+        gone.difference_update(compress(names, there))
+        # new names, or one listed twice (renamed back and forth meanwhile): only new ones count
+        others.extend(n for n in compress(names, map(not_, there)) if not in_sorted(base, n))
+    if not gone:
+        return base[:], others, listed
+    return list(compress(base, map(not_, map(gone.__contains__, base)))), others, listed
 
 
 def relist_by_sets(qdir: str, base: list[str], known: set[str] | frozenset[str], take: Take) -> tuple[list[str], int]:
