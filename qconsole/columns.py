@@ -55,9 +55,10 @@ def release_memory() -> None:
 
 
 class NameTails(Sequence[str]):
-    """Ids that are the tail of each row's file name after ``marker`` (ddmq: ``<priority>.<number>.ddmq<id>``): a
-    view over the names (``heads``, then ``rest``), so a million messages keep one string each,
-    not two. Bulk reads (iteration, :meth:`index`) run in C over the names."""
+    """Ids that are the tail of each row's file name after ``marker`` (ddmq:
+    ``<priority>.<number>.ddmq<id>``): a view over the names (``heads``, then ``rest``), so a
+    million messages keep one string each, not two. Bulk reads (iteration, :meth:`index`,
+    :meth:`present`) run in C over the names."""
 
     __slots__ = ("heads", "rest", "marker", "_tail")
 

@@ -206,7 +206,8 @@ def _build(queue: str, now: float, ready: list[str], acc: _Acc, work: _Work | No
     states = bytearray([STATE_CODE[READY]]) * len(ready)
     states += bytes([STATE_CODE[INFLIGHT]]) * len(live) + bytes([STATE_CODE[EXPIRED]]) * len(late)
     deadlines = array("d", (float(d) for d, _n in live + late))
-    return MessageColumns(queue, NameTails(ready, relpaths, MARKER), relpaths, states, deadlines, scan,  # type: ignore[arg-type]
+    ids = NameTails(ready, relpaths, MARKER)
+    return MessageColumns(queue, ids, relpaths, states, deadlines, scan,  # type: ignore[arg-type]
                           make=make_message, offset=len(ready), heads=ready, stamp=stamp, listed_at=listed_at,
                           partial=partial)
 

@@ -142,8 +142,9 @@ def hash_sum(names: list[str]) -> int:
 def sorted_listing(qdir: str, take: Take, partial: Callable[[list[str]], None] | None = None) -> list[str]:
     """The ready names of ``qdir`` sorted in text order, from one typed listing read in chunks
     (``take`` sorts each chunk's names out and keeps what else it found). ``partial`` gets the
-    sorted ready names so far, after the first chunk and then every
-    PARTIAL_EVERY_S (the caller copies it if it changes it), and the listing waits a moment after each so the screen can paint them."""
+    sorted ready names so far, after the first chunk and then every PARTIAL_EVERY_S (the
+    caller copies them if it changes them), and the listing waits a moment after each so the
+    screen can paint them."""
     runs: list[list[str]] = []
     shown_at = None
     for names, irregular in listing_chunks(qdir, True, CHUNK, FIRST_CHUNK):
