@@ -1,22 +1,26 @@
-"""The live console on one big VSQS queue, driven through Textual's Pilot, with live clients.
+"""The live console on one big VSQS or ddmq queue, driven through Textual's Pilot, with live clients.
 
-    .venv/bin/python benchmarks/bench_tui.py [--messages 100000] [--root DIR] [--clients real|none]
-                                              [--steady 20] [--keys 60]
+    .venv/bin/python benchmarks/bench_tui.py [--layout vsqs|ddmq] [--messages 100000] [--root DIR]
+                                              [--clients real|none] [--steady 20] [--keys 60] [--generic]
 
-Builds (or reuses, with ``--root``) a root whose queue ``big`` holds N messages (1% in flight),
-then measures in one run:
+Builds (or reuses, with ``--root``) a root whose queue ``big`` holds N messages (1% in flight;
+ddmq: priority 999 as the client's default, in flight in ``work/``), then measures in one run:
 
 - ``qconsole stats --json`` on the root (a subprocess, as an operator runs it) and the same
   count in process (``Backend.scan``): the baseline;
 - the console: time from start to the root screen's first counts of ``big`` (the ratio to
   ``stats`` is the figure), then ``enter``: time to the first rows painted, and to the whole
   list (the first rows may come from a listing still under way);
-- with live clients (``--clients real``: vsqs 0.3's own QueueManager in a subprocess, one
-  producer and two consumers, as fast as the client goes on a queue this size), after a
+- with live clients (``--clients real``: vsqs 0.3's own QueueManager, or ddmq 0.9.14's broker,
+  in a subprocess, one producer and two consumers, as fast as the client goes on a queue this
+  size), after a
   warm-up: the console process's CPU over ``--steady`` seconds (all its threads; the clients'
   CPU is theirs), then key presses (down/up, every 0.15 s) timed from the press to the next
   screen refresh, p50/p90/max, also counted apart while a rescan runs;
 - resident memory: after the list is complete, and the peak while the clients run.
+
+``--generic`` (ddmq): the console lists the queue the way it did before ddmq had its own
+columns (a collected scan, one Message object per message), for a before/after in one tree.
 
 Figures only (no pass/fail but the issue's targets printed beside them); the machine is shared,
 so the load average is printed too. The count of stats and the TUI's root screen run before
@@ -59,6 +63,35 @@ def rss_mb() -> float:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
     except OSError:
         return 0.0
+
+
+def build_ddmq(base: str, n: int) -> str:
+    """``n`` messages in ``base/big`` as ddmq 0.9.14 names them (priority 999, the default; 1% in
+    ``work/`` with a deadline an hour ahead: none expires while a root is reused for a few runs), a small
+    JSON body each, and an empty queue ``small``."""
+    import uuid
+
+    now = time.time()
+    with open(os.path.join(base, "ddmq.yaml"), "w"):
+        pass
+    for q in (QUEUE, "small"):
+        os.makedirs(os.path.join(base, q, "work"))
+        with open(os.path.join(base, q, "ddmq.yaml"), "w") as fh:
+            fh.write("message_timeout: 600\npriority: 999\nrequeue: true\nrequeue_prio: 0\ncleaned: 0\n")
+    q = os.path.join(base, QUEUE)
+    held = n // 100
+    for i in range(n):
+        qn = str(round(now - 3600 + i * 0.001, 6)).replace(".", "")
+        uid = uuid.uuid4().hex
+        name = f"999.{qn}.ddmq{uid}"
+        body = json.dumps({"message": "bench", "priority": 999, "queue_number": int(qn), "id": uid, "queue": QUEUE,
+                           "filename": name, "timeout": None, "requeue": False, "requeue_counter": 0,
+                           "requeue_limit": None})
+        path = os.path.join(q, "work", f"{int(now + 3600 + i % 300)}.{name}") if i < held else os.path.join(q, name)
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, body.encode())
+        os.close(fd)
+    return base
 
 
 def build(base: str, n: int) -> str:
@@ -108,6 +141,53 @@ for t in threads:
     t.join()
 m.close()
 print(counts["published"], counts["consumed"])
+'''
+
+
+CLIENTS_DDMQ = r'''
+import os, sys, threading, time
+import yaml
+_load = yaml.load
+yaml.load = lambda stream, Loader=None: _load(stream, Loader=Loader or yaml.SafeLoader)  # DESIGN.md §1's shim
+import ddmq
+root, queue, stop_file = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.stdout = open(os.devnull, "w")  # ddmq prints a warning for each race it loses
+out = sys.__stdout__
+counts = {"published": 0, "consumed": 0}
+
+def producer():
+    b = ddmq.broker(root)
+    while not os.path.exists(stop_file):
+        try:
+            b.publish(queue, '{"bench": true}')
+            counts["published"] += 1
+        except OSError:  # its clean() raced another thread's on ddmq.yaml.intermediate
+            pass
+        time.sleep(0.2)
+
+def consumer():
+    b = ddmq.broker(root)
+    while not os.path.exists(stop_file):
+        try:
+            msg = b.consume(queue)
+        except OSError:  # the other consumer renamed it first
+            continue
+        if msg is None:
+            time.sleep(1)
+            continue
+        time.sleep(0.05)  # the work
+        try:
+            b.ack(queue, msg.filename)
+            counts["consumed"] += 1
+        except OSError:
+            pass
+
+threads = [threading.Thread(target=f) for f in (producer, consumer, consumer)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(counts["published"], counts["consumed"], file=out)
 '''
 
 
@@ -182,7 +262,7 @@ def pct(values: list[float], p: float) -> float:
 
 
 async def run(root: str, clients: str, steady_s: float, keys: int, stalls: Stalls | None = None,
-              interval: float = 2.0) -> dict[str, float]:
+              interval: float = 2.0, layout: str = "vsqs") -> dict[str, float]:
     from qconsole.screens.app import QConsoleApp
     from qconsole.screens.message_list import MessageList
     from qconsole.screens.queue_screen import QueueScreen
@@ -238,7 +318,8 @@ async def run(root: str, clients: str, steady_s: float, keys: int, stalls: Stall
         stop_file = os.path.join(tempfile.gettempdir(), f"qconsole-bench-stop-{os.getpid()}")
         proc = None
         if clients == "real":
-            proc = subprocess.Popen([sys.executable, "-c", CLIENTS, root, QUEUE, stop_file],
+            script = CLIENTS_DDMQ if layout == "ddmq" else CLIENTS
+            proc = subprocess.Popen([sys.executable, "-c", script, root, QUEUE, stop_file],
                                     stdout=subprocess.PIPE, text=True)
         peak = [out["rss_complete_mb"]]
         sampling = True
@@ -289,7 +370,7 @@ async def run(root: str, clients: str, steady_s: float, keys: int, stalls: Stall
                 open(stop_file, "w").close()
                 try:
                     text, _ = proc.communicate(timeout=120)
-                    pub, con = (int(x) for x in text.split())
+                    pub, con = (int(x) for x in text.split()[-2:])
                     out["published"], out["consumed"] = pub, con
                 except (subprocess.TimeoutExpired, ValueError):
                     proc.kill()
@@ -300,6 +381,9 @@ async def run(root: str, clients: str, steady_s: float, keys: int, stalls: Stall
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--layout", choices=("vsqs", "ddmq"), default="vsqs")
+    ap.add_argument("--generic", action="store_true",
+                    help="ddmq: list the queue as before its own columns (a collected scan of Message objects)")
     ap.add_argument("--messages", type=int, default=100_000)
     ap.add_argument("--root", help="reuse this root (built there first when it has no queue 'big')")
     ap.add_argument("--clients", choices=("real", "none"), default="real")
@@ -312,16 +396,21 @@ def main() -> None:
     try:
         if not os.path.isdir(os.path.join(base, QUEUE)):
             t = time.perf_counter()
-            build(base, args.messages)
+            (build_ddmq if args.layout == "ddmq" else build)(base, args.messages)
             print(f"built {args.messages} messages in {time.perf_counter() - t:.1f} s")
+        if args.generic:
+            from qconsole.backends.ddmq.backend import DdmqBackend
+
+            DdmqBackend.columns_lister = lambda self: None  # type: ignore[method-assign]
         stats_cli, stats_inproc = stats_time(base)
         stalls = Stalls() if args.stalls else None
-        r = asyncio.run(run(base, args.clients, args.steady, args.keys, stalls, args.interval))
+        r = asyncio.run(run(base, args.clients, args.steady, args.keys, stalls, args.interval, args.layout))
     finally:
         if not args.root:
             shutil.rmtree(base, ignore_errors=True)
     n = int(r["messages"])
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; queue of {n} messages")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.layout} queue of {n} messages"
+          + (" (generic listing)" if args.generic else ""))
     print(f"stats --json (subprocess):           {stats_cli:.2f} s   (in process: {stats_inproc:.2f} s)")
     ratio = r["first_counts_s"] / stats_cli
     print(f"console start -> root counts:        {r['first_counts_s']:.2f} s = {ratio:.2f}x stats "
@@ -339,7 +428,9 @@ def main() -> None:
     print(f"resident memory:                     {r['rss_complete_mb']:.0f} MB with the list "
           f"(+{r['rss_growth_mb']:.0f} MB for the console), peak {r['rss_peak_mb']:.0f} MB (target < {TARGET_RSS_MB} MB)")
     if "published" in r:
-        print(f"clients (vsqs 0.3) meanwhile:        {int(r['published'])} published, {int(r['consumed'])} consumed")
+        who = "ddmq 0.9.14" if args.layout == "ddmq" else "vsqs 0.3"
+        print(f"clients ({who}) meanwhile:{' ' * (11 - len(who))} {int(r['published'])} published, "
+              f"{int(r['consumed'])} consumed")
     if stalls is not None:
         stalls.report()
 

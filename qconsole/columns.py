@@ -17,7 +17,8 @@ import math
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
-from itertools import compress
+from itertools import chain, compress
+from operator import itemgetter, methodcaller
 
 from .model import Message, QueueScan
 from .states import DELAYED, EXPIRED, INFLIGHT, READY, STATES
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 #: state word -> the one-byte code in :attr:`MessageColumns.states`
 STATE_CODE: dict[str, int] = {s: i for i, s in enumerate(STATES)}
 NO_DEADLINE = math.nan
+_THIRD = itemgetter(2)
 
 
 _TRIM: list[object] = []
@@ -52,6 +54,87 @@ def release_memory() -> None:
         trim(0)  # type: ignore[operator]
 
 
+class NameTails(Sequence[str]):
+    """Ids that are the tail of each row's file name after ``marker`` (ddmq:
+    ``<priority>.<number>.ddmq<id>``): a view over the names (``heads``, then ``rest``), so a
+    million messages keep one string each, not two. Bulk reads (iteration, :meth:`index`,
+    :meth:`present`) run in C over the names."""
+
+    __slots__ = ("heads", "rest", "marker", "_tail")
+
+    def __init__(self, heads: list[str], rest: list[str], marker: str) -> None:
+        self.heads = heads
+        self.rest = rest
+        self.marker = marker
+        self._tail = methodcaller("rpartition", marker)
+
+    def __len__(self) -> int:
+        return len(self.heads) + len(self.rest)
+
+    def _name(self, i: int) -> str:
+        n = len(self.heads)
+        return self.heads[i] if i < n else self.rest[i - n]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self._name(i).rpartition(self.marker)[2] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("id index out of range")
+        return self._name(index).rpartition(self.marker)[2]
+
+    def __iter__(self) -> Iterator[str]:
+        return map(_THIRD, map(self._tail, chain(self.heads, self.rest)))
+
+    def __contains__(self, ident: object) -> bool:
+        try:
+            return isinstance(ident, str) and self.index(ident) >= 0
+        except ValueError:
+            return False
+
+    def index(self, ident: str, start: int = 0, stop: int | None = None) -> int:  # type: ignore[override]
+        """Row of ``ident`` (ValueError when none): the name ending in ``marker + ident`` (an id is
+        letters and digits, so that end is one id's only), found with ``str.find`` over each
+        chunk's names joined by newlines (names hold none): ~60 ms for a miss at a million."""
+        if not (ident.isascii() and ident.isalnum()):
+            raise ValueError(f"{ident!r} is not in the list")
+        want = self.marker + ident + "\n"
+        stop = len(self) if stop is None else min(stop, len(self))
+        n = len(self.heads)
+        for names, base in ((self.heads, 0), (self.rest, n)):
+            lo, hi = max(start - base, 0), min(stop - base, len(names))
+            for i in range(lo, hi, _SEARCH_CHUNK):
+                text = "\n".join(names[i : min(hi, i + _SEARCH_CHUNK)]) + "\n"
+                at = text.find(want)
+                if at >= 0:
+                    return base + i + text.count("\n", 0, at)
+        raise ValueError(f"{ident!r} is not in the list")
+
+    def present(self, wanted: set[str] | frozenset[str]) -> set[str]:
+        """Those of ``wanted`` that are ids here, in one pass per id length: each name's last
+        characters (a slice, in C) against the wanted ids, then the few candidates checked."""
+        by_len: dict[int, set[str]] = {}
+        for w in wanted:
+            if w.isascii() and w.isalnum():
+                by_len.setdefault(len(w), set()).add(w)
+        out: set[str] = set()
+        for width, ids in by_len.items():
+            ends = itemgetter(slice(-width, None))
+            for names in (self.heads, self.rest):
+                for i in range(0, len(names), _SEARCH_CHUNK):
+                    part = names[i : i + _SEARCH_CHUNK]
+                    for name in compress(part, map(ids.__contains__, map(ends, part))):
+                        tail = name.rpartition(self.marker)[2]
+                        if tail in ids:
+                            out.add(tail)
+        return out
+
+
+#: names joined or sliced at a time when NameTails searches (a few ms of C each)
+_SEARCH_CHUNK = 65_536
+
+
 class MessageColumns(Sequence[Message]):
     """Messages of one queue in delivery order: ready ones in the order the real consumer
     takes them, then in flight by deadline, then expired, then the rest (as
@@ -65,23 +148,28 @@ class MessageColumns(Sequence[Message]):
     ``offset``: the rows before it have their id as file name and no deadline (VSQS ready
     messages): ``relpaths`` and ``deadlines`` start at row ``offset``, so a million ready
     messages cost no second list and no array of NaNs (use :meth:`relpath`, :meth:`deadline_at`).
+    ``heads``: when given, the file names of the rows before ``offset``, in text order (ddmq
+    ready messages, whose id is a part of their name: ``ids`` is then a :class:`NameTails` view
+    over the names).
     ``ready_sorted``: the ready ids are in text order (so :meth:`index_of` can bisect).
     ``stamp``: what the backend saw of the listed directories (to skip an unchanged one).
     """
 
-    __slots__ = ("queue", "ids", "relpaths", "states", "deadlines", "offset", "scan", "objects", "make",
+    __slots__ = ("queue", "ids", "relpaths", "states", "deadlines", "offset", "heads", "scan", "objects", "make",
                  "ready_n", "ready_sorted", "stamp", "listed_at", "partial", "ready_sums", "_cache", "_held_deadlines")
 
     def __init__(self, queue: str, ids: list[str], relpaths: list[str], states: bytearray, deadlines: array,
                  scan: QueueScan, *, make: Callable[[MessageColumns, int], Message] | None = None,
                  objects: list[Message] | None = None, ready_sorted: bool = False, stamp: Any = None,
-                 listed_at: float = 0.0, partial: bool = False, offset: int = 0) -> None:
+                 listed_at: float = 0.0, partial: bool = False, offset: int = 0,
+                 heads: list[str] | None = None) -> None:
         self.queue = queue
         self.ids = ids
         self.relpaths = relpaths
         self.states = states
         self.deadlines = deadlines
         self.offset = offset
+        self.heads = heads
         self.scan = scan
         self.objects = objects
         self.make = make
@@ -162,7 +250,9 @@ class MessageColumns(Sequence[Message]):
     # ------------------------------------------------------------------ columns
 
     def relpath(self, i: int) -> str:
-        return self.ids[i] if i < self.offset else self.relpaths[i - self.offset]
+        if i < self.offset:
+            return self.ids[i] if self.heads is None else self.heads[i]
+        return self.relpaths[i - self.offset]
 
     def deadline_at(self, i: int) -> float:
         """Row ``i``'s deadline, NaN when it has none."""
@@ -202,14 +292,28 @@ class MessageColumns(Sequence[Message]):
                 out.append(i)
         return out
 
-    def index_of(self, ident: str, near: int = 0) -> int | None:
+    def index_of(self, ident: str, near: int = 0, name: str | None = None) -> int | None:
         """Row of message id ``ident``: near ``near`` first, then by bisection over the ready
-        rows when they are in text order, else one pass over the ids (in C)."""
+        rows when they are in text order, else one pass over the ids (in C). With ``heads``
+        (in text order) and ``name``, the message's file name when it was seen: that name by
+        bisection, then the few rows after the heads (it was consumed meanwhile); a message
+        that is ready again under another name (requeued at another priority) is not looked
+        for among a million names (the caller takes it as gone)."""
         ids = self.ids
         lo = max(0, near - 64)
         for i in range(lo, min(len(ids), near + 64)):
             if ids[i] == ident:
                 return i
+        if self.heads is not None and name is not None:
+            from bisect import bisect_left
+
+            i = bisect_left(self.heads, name, 0, self.offset)
+            if i < self.offset and self.heads[i] == name:
+                return i
+            try:
+                return ids.index(ident, self.offset)
+            except ValueError:
+                return None
         if self.ready_sorted and self.ready_n:
             from bisect import bisect_left
 
@@ -228,6 +332,14 @@ class MessageColumns(Sequence[Message]):
     def id_set(self) -> set[str]:
         return set(self.ids)
 
+    def present(self, wanted: set[str] | frozenset[str]) -> set[str]:
+        """Those of ``wanted`` that are ids of rows here (marks that still hold)."""
+        if isinstance(self.ids, NameTails):
+            return self.ids.present(wanted)
+        if len(wanted) > 64:
+            return wanted & self.id_set()
+        return {i for i in wanted if self.index_of(i) is not None}
+
     def rows_where(self, keep: Iterable[bool]) -> list[int]:
         return list(compress(range(len(self.ids)), keep))
 
@@ -243,6 +355,15 @@ class MessageColumns(Sequence[Message]):
         if not gone:
             return self
         keep = [not x for x in map(gone.__contains__, self.ids)]
+        if isinstance(self.ids, NameTails) and self.heads is not None and self.objects is None:
+            # ids are a view over the names: the names are kept (in C), the view made again
+            n = self.offset
+            heads = list(compress(self.heads, keep[:n]))
+            rest = list(compress(self.relpaths, keep[n:]))
+            return MessageColumns(self.queue, NameTails(heads, rest, self.ids.marker), rest,  # type: ignore[arg-type]
+                                  bytearray(compress(self.states, keep)),
+                                  array("d", compress(self.deadlines, keep[n:])), self.scan, make=self.make,
+                                  offset=len(heads), heads=heads, stamp=None, listed_at=self.listed_at)
         rows = self.rows_where(keep)
         ids = [self.ids[i] for i in rows]
         relpaths = [self.relpath(i) for i in rows]

@@ -220,7 +220,7 @@ class MessageList(ScrollView, can_focus=True):
         took its place) and :attr:`lost` names the one that went; with ``follow`` false it stays
         at its position whatever is there (more of a listing under way). Nothing here walks every
         row: the cursor's message is found near its old place or by bisection, marks are
-        checked one by one (or against one set when there are many).
+        checked by the columns (``present``: one by one, against one set, or one pass over names).
         """
         if not isinstance(messages, MessageColumns):
             messages = MessageColumns.from_messages(messages[0].queue if messages else "", messages)
@@ -229,10 +229,7 @@ class MessageList(ScrollView, can_focus=True):
         self.messages = messages
         self.ready_count = messages.ready_n
         if self.marked:
-            if len(self.marked) > 64:
-                self.marked &= messages.id_set()
-            else:
-                self.marked = {i for i in self.marked if messages.index_of(i) is not None}
+            self.marked = messages.present(self.marked)
         ids = messages.ids
         sample = ids[:2000] + ids[-2000:]
         self._id_w = max(map(len, sample), default=16)
@@ -241,7 +238,7 @@ class MessageList(ScrollView, can_focus=True):
         self.lost = None
         if current is not None:
             # look near the old position first: a consumed head moves it up by a few rows
-            found = messages.index_of(current.id, position)
+            found = messages.index_of(current.id, position, current.relpath)
             if found is None:
                 self.lost = current.id
             else:

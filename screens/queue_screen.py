@@ -261,7 +261,7 @@ class QueueScreen(Screen[None]):
             else:  # a filtered view keeps its matches that still exist
                 kept = []
                 for m in self.view_matches:
-                    i = cols.index_of(m.id)
+                    i = cols.index_of(m.id, name=m.relpath)
                     if i is not None:
                         kept.append(cols.message(i))
                 self.view_matches = kept

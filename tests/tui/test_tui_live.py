@@ -13,7 +13,7 @@ import pytest
 
 from qconsole.backends import open_target as Root
 from qconsole.backends.fs import root as fs_root
-from qconsole.backends.vsqs import columns as vcols
+from qconsole.backends.fs import sorted_names as sn
 
 pytest.importorskip("textual")
 
@@ -105,10 +105,10 @@ async def test_the_root_screen_counts_only_queues_that_changed(tmp_path: Any, mo
 
 async def test_a_queue_screen_shows_the_first_rows_before_the_listing_ends(tmp_path: Any,
                                                                            monkeypatch: Any) -> None:
-    monkeypatch.setattr(vcols, "CHUNK", 16)
-    monkeypatch.setattr(vcols, "FIRST_CHUNK", 8)
-    monkeypatch.setattr(vcols, "PARTIAL_EVERY_S", 0.0)
-    monkeypatch.setattr(vcols, "YIELD_S", 0.0)
+    monkeypatch.setattr(sn, "CHUNK", 16)
+    monkeypatch.setattr(sn, "FIRST_CHUNK", 8)
+    monkeypatch.setattr(sn, "PARTIAL_EVERY_S", 0.0)
+    monkeypatch.setattr(sn, "YIELD_S", 0.0)
     loaded: list[tuple[int, bool]] = []
     real = QueueScreen.on_queue_screen_loaded
 

@@ -11,6 +11,7 @@ import pytest
 
 from qconsole.backends import open_target
 from qconsole.backends.fs import root as fs_root
+from qconsole.backends.fs import sorted_names as sn
 from qconsole.backends.vsqs import columns as vcols
 from qconsole.columns import MessageColumns
 from qconsole.model import Message
@@ -60,12 +61,12 @@ def vsqs(tmp_path: Any) -> tuple[Any, str]:
 @pytest.fixture
 def small_chunks(monkeypatch: Any) -> None:
     """Many chunks, partial listings and pieces of merges even on a few hundred names."""
-    monkeypatch.setattr(vcols, "CHUNK", 32)
-    monkeypatch.setattr(vcols, "FIRST_CHUNK", 8)
-    monkeypatch.setattr(vcols, "PARTIAL_EVERY_S", 0.0)
-    monkeypatch.setattr(vcols, "PARTIAL_PAUSE_S", 0.0)
-    monkeypatch.setattr(vcols, "FIRST_PAUSE_S", 0.0)
-    monkeypatch.setattr(vcols, "YIELD_S", 0.0)
+    monkeypatch.setattr(sn, "CHUNK", 32)
+    monkeypatch.setattr(sn, "FIRST_CHUNK", 8)
+    monkeypatch.setattr(sn, "PARTIAL_EVERY_S", 0.0)
+    monkeypatch.setattr(sn, "PARTIAL_PAUSE_S", 0.0)
+    monkeypatch.setattr(sn, "FIRST_PAUSE_S", 0.0)
+    monkeypatch.setattr(sn, "YIELD_S", 0.0)
 
 
 def test_columns_hold_what_a_collected_scan_holds(vsqs: Any, small_chunks: None) -> None:
@@ -208,7 +209,7 @@ def test_the_merge_in_pieces_is_a_merge() -> None:
     for _ in range(50):
         a = sorted(str(rng.randrange(10**6, 10**7)) for _ in range(rng.randrange(0, 300)))
         b = sorted(str(rng.randrange(10**6, 10**7)) for _ in range(rng.randrange(0, 300)))
-        assert vcols._merge2(list(a), list(b), step=rng.randrange(1, 40)) == sorted(a + b)
+        assert sn.merge2(list(a), list(b), step=rng.randrange(1, 40)) == sorted(a + b)
 
 
 # -- the columns themselves ------------------------------------------------------------------

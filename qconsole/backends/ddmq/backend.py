@@ -58,6 +58,11 @@ class DdmqBackend(FileBackend):
     def is_queue_dir(self, path: str) -> bool:
         return layout.is_queue_dir(path)
 
+    def columns_lister(self) -> Any:
+        from .columns import list_columns
+
+        return list_columns
+
     def read_payload(self, msg: Message, cap: int | None) -> Payload:
         from ...payload import MAX_PARSE, payload_from_bytes, payload_of_body
         from . import body

@@ -1,56 +1,34 @@
 """One VSQS queue listed as columns (:class:`qconsole.columns.MessageColumns`), for the console.
 
-The listing is read in chunks, so the first rows can be shown while the rest is read, and
-no single C call holds the interpreter long on a million names (sorts are of one chunk,
-then merges of two sorted runs, which timsort does in one linear pass); the thread that
-draws the screen gets its turn between them. A relisting by difference starts from the
-previous columns: the ready ids still there keep their order and their string objects,
-new ones are merged in, so nothing is sorted again.
+The ready ids are the sorted names of :mod:`..fs.sorted_names` (read in chunks, merged in
+pieces, relisted by difference); this module says which names are ready, held, being written
+or foreign, and checks the usual change of a live queue (head consumed, tail added) first.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import time
 from array import array
-from bisect import bisect_left, bisect_right
-from itertools import accumulate, compress, filterfalse, repeat
-from operator import and_, eq
+from bisect import bisect_left
+from itertools import filterfalse, repeat
+from operator import and_
 
 from ...columns import STATE_CODE, MessageColumns
 from ...model import Message, QueueScan
 from ...states import EXPIRED, FOREIGN, INFLIGHT, READY, STATES, VSQS, WRITING
 from ...timeunits import vsqs_divisor
+from ..fs import sorted_names as sn
 from ..fs.listing import ErrorList, gc_paused, listing_chunks, os_error_line
+from ..fs.sorted_names import HASH_MASK, in_sorted as _in_sorted, lstat_irregular as _lstat_irregular
+from ..fs.sorted_names import merge2 as _merge2, pause as _yield, running_sums as _running
 from .layout import _HELD_RE, _GROUPS, _STRING, MAX_DIGITS, _ascii_digits, _held_counts, sort_rest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-#: names read per chunk of the listing (each chunk's work is a few ms of C)
-CHUNK = 65_536
-#: the first chunk is smaller: its rows are shown at once
-FIRST_CHUNK = 16_384
-#: a partial listing is shown after the first chunk, then at most this often (s)
-PARTIAL_EVERY_S = 1.0
-#: after handing over partial rows the listing waits this long (s), so the screen can paint them
-#: (longer after the first ones: the screen is being mounted meanwhile)
-PARTIAL_PAUSE_S = 0.05
-FIRST_PAUSE_S = 0.25
-
 _NAN = float("nan")
-
-
-#: the listing sleeps this long (s) between two bulk steps: a real sleep, so the thread that
-#: draws the screen takes the GIL (``sleep(0)`` may take it straight back)
-YIELD_S = 0.001
-
-
-def _yield() -> None:
-    """Let the drawing thread run between two bulk steps."""
-    time.sleep(YIELD_S)
 
 
 def make_message(cols: MessageColumns, i: int) -> Message:
@@ -103,54 +81,6 @@ class _Acc:
             self.temp += temp
             self.foreign += foreign
         return ready
-
-
-def _merge2(a: list[str], b: list[str], step: int = CHUNK) -> list[str]:
-    """Two sorted lists into one, a piece at a time: each piece (up to ``2 * step`` names, all
-    below what is left of either list, found by bisection) is sorted on its own, so no single
-    C call holds the interpreter for the whole merge."""
-    out: list[str] = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        ni = min(len(a), i + step)
-        nj = bisect_right(b, a[ni - 1], j)
-        if nj - j > step:  # many of b's come first: take a step of b instead
-            nj = j + step
-            ni = bisect_right(a, b[nj - 1], i)
-        piece = a[i:ni] + b[j:nj]
-        piece.sort()  # two sorted runs: one linear merge
-        out += piece
-        i, j = ni, nj
-        _yield()
-    out += a[i:]
-    out += b[j:]
-    return out
-
-
-def _merge(runs: list[list[str]]) -> list[str]:
-    """Sorted runs into one sorted list, two at a time."""
-    while len(runs) > 1:
-        merged = [_merge2(runs[i], runs[i + 1]) for i in range(0, len(runs) - 1, 2)]
-        if len(runs) % 2:
-            merged.append(runs[-1])
-        runs = merged
-    return runs[0] if runs else []
-
-
-def _dedupe_sorted(ready: list[str]) -> list[str]:
-    """A name listed twice (renamed back and forth during the listing) counts once."""
-    step = CHUNK
-    twice = False
-    for i in range(0, len(ready) - 1, step):
-        if any(map(eq, ready[i : i + step], ready[i + 1 : i + step + 1])):
-            twice = True
-            break
-        _yield()
-    if twice:
-        out = [ready[0]]
-        out.extend(b for a, b in zip(ready, ready[1:]) if a != b)
-        return out
-    return ready
 
 
 def _build(queue: str, now: float, ready: list[str], acc: _Acc, *, partial: bool, stamp: object,
@@ -217,37 +147,11 @@ def _firsts(ready: list[str], widths: set[int]) -> set[str]:
     return out
 
 
-def _in_sorted(ready: list[str], mid: str) -> bool:
-    i = bisect_left(ready, mid)
-    return i < len(ready) and ready[i] == mid
-
-
 def _order(ready: list[str], widths: set[int]) -> list[str]:
     """Numeric order: text order for one width, int keys for mixed ones (rare)."""
     if len(widths) > 1:
         ready.sort(key=int)
     return ready
-
-
-def _chunks(items: list[str], size: int = CHUNK):  # noqa: ANN202
-    if len(items) <= size:
-        yield items
-        return
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-        _yield()
-
-
-def _lstat_irregular(qdir: str, names: list[str]) -> set[str]:
-    """Those of ``names`` that are not regular files now (links are not followed)."""
-    out: set[str] = set()
-    for n in names:
-        try:
-            if not stat.S_ISREG(os.lstat(os.path.join(qdir, n)).st_mode):
-                out.add(n)
-        except OSError:
-            pass  # gone since the listing: counted as it was listed
-    return out
 
 
 def _head_and_tail(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
@@ -271,7 +175,7 @@ def _head_and_tail(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
     tail: list[str] = []
     rest: list[str] = []
     # the listing read a chunk at a time and dropped as it goes: only what is new stays
-    for part, _irregular in listing_chunks(qdir, False, CHUNK):
+    for part, _irregular in listing_chunks(qdir, False, sn.CHUNK):
         n_names += len(part)
         _yield()  # each step a few ms of C, so the screen gets its turns
         digits = list(filter(str.isdigit, part))
@@ -311,18 +215,6 @@ def _head_and_tail(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
     return kept, kept_sums
 
 
-#: ready ids' hashes are summed in 40 bits: sums over 8M ids stay within an int64
-HASH_MASK = (1 << 40) - 1
-
-
-def _running(ids: list[str], start: int = 0) -> array:
-    """``start`` and then the running sums of the ids' masked hashes (in chunks)."""
-    out = array("q", [start])
-    for part in _chunks(ids):
-        out.extend(array("q", accumulate(map(and_, map(hash, part), repeat(HASH_MASK)), initial=out[-1]))[1:])
-    return out
-
-
 def _by_difference(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
                    previous_sums: Callable[[list[str]], array | None]) -> list[str] | tuple[list[str], array]:
     """The sorted ready ids of ``qdir`` now, from ``base`` (the sorted ready ids of the last
@@ -333,30 +225,9 @@ def _by_difference(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
     quick = _head_and_tail(qdir, base, held_before, acc, previous_sums)
     if quick is not None:
         return quick
-    raw = os.listdir(qdir)  # the GIL is released for each entry read
-    fresh: set[str] = set()
-    for part in _chunks(raw):
-        fresh.update(part)
-    acc.listed = len(raw)
-    del raw
-    ready: list[str] = []
-    for part in _chunks(base):
-        ready.extend(compress(part, map(fresh.__contains__, part)))
-    for part in _chunks(base):
-        fresh.difference_update(part)
-    # what is left: new names, and the held/writing/foreign ones
-    names = list(fresh)
-    del fresh
-    irregular = _lstat_irregular(qdir, [n for n in names if n not in held_before])
     acc.widths.update({len(base[0]), len(base[-1])} if base else ())
-    added = acc.take(names, irregular)
-    if added:
-        added.sort()
-        if ready and added[0] < ready[-1]:
-            ready += added
-            ready.sort()  # two sorted runs: one linear merge
-        else:
-            ready += added
+    # what is not in base: new ids, and the held/writing/foreign names
+    ready, acc.listed = sn.relist_by_sets(qdir, base, held_before, acc.take)
     if len(acc.widths) > 1:
         ready.sort(key=int)
     return ready
@@ -376,21 +247,12 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
         base = previous.ids[: previous.ready_n]
     try:
         if base is None:
-            runs: list[list[str]] = []
-            shown_at = None
-            for names, irregular in listing_chunks(qdir, True, CHUNK, FIRST_CHUNK):
-                ready = acc.take(names, irregular)
-                del names
-                ready.sort()
-                runs.append(ready)
-                _yield()
-                if progress is not None and (shown_at is None or time.monotonic() - shown_at > PARTIAL_EVERY_S):
-                    shown_at = time.monotonic()
-                    merged = _merge(runs)
-                    runs = [merged]
-                    progress(_build(name, now, list(merged), acc, partial=True, stamp=None, listed_at=started))
-                    time.sleep(PARTIAL_PAUSE_S if len(runs[0]) > FIRST_CHUNK else FIRST_PAUSE_S)  # the screen paints
-            ready = _dedupe_sorted(_order(_merge(runs), acc.widths))
+            def partial(merged: list[str]) -> None:
+                # (a copy: _build extends the list it is given)
+                progress(_build(name, now, list(merged), acc, partial=True, stamp=None, listed_at=started))
+
+            ready = sn.sorted_listing(qdir, acc.take, partial if progress is not None else None)
+            ready = sn.dedupe_sorted(_order(ready, acc.widths))
         else:
             def previous_sums(ids: list[str]) -> array | None:
                 if len(ids) > 8_000_000:
