@@ -93,6 +93,19 @@ def test_a_link_named_like_a_message_is_foreign(vsqs: Any, small_chunks: None) -
     assert any("not a regular file" in e for e in cols.scan.errors)
 
 
+def test_a_fifo_or_a_consumed_id_of_another_width_warns_of_no_mixed_units(vsqs: Any, small_chunks: None) -> None:
+    """Only the ready ids that stay count for the units warning: not a FIFO named like an ms
+    id, nor an ms id also held (consumed while the listing ran), as the exact count has it."""
+    backend, q = vsqs
+    os.mkfifo(os.path.join(q, str(int((NOW - 5000) * 1000))))
+    ms = int((NOW - 4000) * 1000)
+    touch(os.path.join(q, str(ms)))
+    touch(os.path.join(q, f"{ms}.{int((NOW + 60) * 1000)}"))
+    cols = backend.list_messages("q", NOW)
+    agrees(backend, cols)
+    assert cols.scan.warnings == [] and cols.ready_sorted
+
+
 def test_mixed_id_widths_keep_numeric_order(vsqs: Any, small_chunks: None) -> None:
     backend, q = vsqs
     for i in range(5):

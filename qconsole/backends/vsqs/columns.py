@@ -62,12 +62,13 @@ class _Acc:
                 rest = rest + [m for m in ready if len(m) > MAX_DIGITS]
                 ready = [m for m in ready if len(m) <= MAX_DIGITS]
                 lens = set(map(len, ready))
-            self.widths |= lens
-        if irregular and not irregular.isdisjoint(ready):
-            for fname in sorted(irregular.intersection(ready)):
-                self.foreign += 1
-                self.errors.add(f"{fname}: named like a message but not a regular file")
-            ready = [m for m in ready if m not in irregular]
+            if irregular and not irregular.isdisjoint(ready):
+                for fname in sorted(irregular.intersection(ready)):
+                    self.foreign += 1
+                    self.errors.add(f"{fname}: named like a message but not a regular file")
+                ready = [m for m in ready if m not in irregular]
+                lens = set(map(len, ready))
+            self.widths |= lens  # of what stays ready (a FIFO named like an id is not)
         if not rest:
             return ready
         matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
@@ -106,7 +107,14 @@ def _build(queue: str, now: float, ready: list[str], acc: _Acc, *, partial: bool
     counts[INFLIGHT] = inflight
     counts[EXPIRED] = expired
     scan.next_deadline = next_deadline
-    widths = acc.widths if ready else set(map(len, held.keys() or writing))
+    # the widths of the ready ids that stayed (not those consumed while listed), as the exact
+    # count has them; in numeric order shorter ids come first, so equal ends mean one width
+    if not ready:
+        widths = set(map(len, held.keys() or writing))
+    elif len(ready[0]) == len(ready[-1]):
+        widths = {len(ready[0])}
+    else:
+        widths = set(map(len, ready))
     if ready:
         scan.oldest_ready_created = min(int(m) / vsqs_divisor(m) for m in ({ready[0]} | _firsts(ready, widths)))
     if widths:
@@ -131,7 +139,7 @@ def _build(queue: str, now: float, ready: list[str], acc: _Acc, *, partial: bool
     deadlines = array("d", (seconds[m] for m in live + late))
     deadlines.extend(array("d", [_NAN]) * len(wids))
     return MessageColumns(queue, ids, relpaths, states, deadlines, scan, make=make_message, offset=n_ready,
-                          ready_sorted=text_order, stamp=stamp, listed_at=listed_at, partial=partial)
+                          ready_sorted=len(widths) <= 1, stamp=stamp, listed_at=listed_at, partial=partial)
 
 
 def _firsts(ready: list[str], widths: set[int]) -> set[str]:
