@@ -38,6 +38,8 @@ MARKER = ".ddmq"
 _UID = methodcaller("group", 3)
 _HAS_MARKER = methodcaller("__contains__", MARKER)
 _FOURTH = itemgetter(3)
+#: after a full listing, this many of the last ready names are compared by set at the next relisting
+RECENT = 4096
 
 
 def uid_of(name: str) -> str:
@@ -227,7 +229,7 @@ def _head_and_tail(qdir: str, base: list[str], acc: _Acc, bound: str | None = No
     if not base:
         return None
     bound = base[-1] if bound is None or bound > base[-1] else bound
-    lo = bound
+    lo: str | None = None  # the smallest name listed
     n_below = listed = 0
     above: list[str] = []
     rest: list[str] = []
@@ -240,13 +242,14 @@ def _head_and_tail(qdir: str, base: list[str], acc: _Acc, bound: str | None = No
             rest.extend(compress(part, map(not_, flags)))
         if not marked:
             continue
-        lo = min(lo, min(marked))
+        first = min(marked)
+        lo = first if lo is None or first < lo else lo
         high = list(filter(bound.__lt__, marked))
         n_below += len(marked) - len(high)
         listed += sn.hash_sum(marked) - sn.hash_sum(high)
         above += high
     j = bisect_right(base, bound)
-    k = min(bisect_left(base, lo), j)
+    k = j if lo is None else min(bisect_left(base, lo), j)
     if n_below != j - k:
         return None
     kept_sum = 0
@@ -317,8 +320,13 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
     work = _Work(qdir, name)
     kept = _not_held(ready, work, new, acc.id_hashes)
     cols = _build(name, now, kept, acc, work, partial=False, stamp=stamp, listed_at=started)
+    # the names above the hint are compared by set next time: after a relisting, those the
+    # listing before it added; after a full listing (which may have missed any name published
+    # while it ran) its last RECENT names
     if base:
-        cols.relist_hint = base[-1]  # the names above it are compared by set next time
+        cols.relist_hint = base[-1]
+    elif kept:
+        cols.relist_hint = kept[max(0, len(kept) - RECENT)]
     return cols
 
 
