@@ -156,7 +156,8 @@ class MessageColumns(Sequence[Message]):
     """
 
     __slots__ = ("queue", "ids", "relpaths", "states", "deadlines", "offset", "heads", "scan", "objects", "make",
-                 "ready_n", "ready_sorted", "stamp", "listed_at", "partial", "ready_sums", "_cache", "_held_deadlines")
+                 "ready_n", "ready_sorted", "stamp", "listed_at", "partial", "ready_sums", "relist_hint", "_cache",
+                 "_held_deadlines")
 
     def __init__(self, queue: str, ids: list[str], relpaths: list[str], states: bytearray, deadlines: array,
                  scan: QueueScan, *, make: Callable[[MessageColumns, int], Message] | None = None,
@@ -182,6 +183,9 @@ class MessageColumns(Sequence[Message]):
         self.partial = partial
         #: a backend's running sums over the ready ids (VSQS: of their hashes, to relist by difference)
         self.ready_sums: array | None = None
+        #: what else a backend's next relisting by difference takes from this one (ddmq: the last
+        #: ready name of the listing before, see ddmq/columns.py _head_and_tail)
+        self.relist_hint: Any = None
         #: Message objects of the rows made lately (the rows on screen), by index
         self._cache: dict[int, Message] = {}
         self._held_deadlines: list[float] | None = None  # in-flight deadlines, sorted

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from itertools import compress, islice
 from operator import eq, itemgetter, methodcaller, not_
 
@@ -38,6 +38,8 @@ MARKER = ".ddmq"
 _UID = methodcaller("group", 3)
 _HAS_MARKER = methodcaller("__contains__", MARKER)
 _FOURTH = itemgetter(3)
+#: after a full listing, this many of the last ready names are compared by set at the next relisting
+RECENT = 4096
 
 
 def uid_of(name: str) -> str:
@@ -212,21 +214,24 @@ def _build(queue: str, now: float, ready: list[str], acc: _Acc, work: _Work | No
                           partial=partial)
 
 
-def _head_and_tail(qdir: str, base: list[str], acc: _Acc) -> tuple[list[str], list[str]] | None:
+def _head_and_tail(qdir: str, base: list[str], acc: _Acc, bound: str | None = None) -> tuple[list[str], list[str]] | None:
     """The usual change of a live queue without a set of a million names: consumers took the
     first names, producers added names after the last one (new messages of the usual priority).
-    Holds when the names with ddmq's marker listed are exactly ``base`` from the smallest one
-    listed on, plus names above ``base``'s last: checked by their count and the sum of their
-    (per-process salted) string hashes (cached in the strings: ~0.1 s at a million, where a
-    kept array of running sums would hold 8 MB twice while two listings live). Returns (the
-    names now, the new ones among them), or None when it does not hold (a requeue at
-    priority 0, a delete in the middle, a foreign name with the marker below the last): then
-    the caller looks each name up (:func:`..fs.sorted_names.relist_by_lookup`)."""
+    Holds when the names with ddmq's marker listed up to ``bound`` are exactly ``base`` from the
+    smallest one listed on: checked by their count and the sum of their (per-process salted)
+    string hashes (cached in the strings: ~0.1 s at a million, where a kept array of running
+    sums would hold 8 MB twice while two listings live). The names above ``bound`` (the last
+    ready name of the listing before the last: a listing may miss a name published while it
+    runs, which the next one then finds below the last name) are few and compared by set.
+    Returns (the names now, the new ones among them), or None when it does not hold (a
+    requeue at priority 0, a delete in the middle, a foreign name with the marker below the
+    bound): then the caller looks each name up (:func:`..fs.sorted_names.relist_by_lookup`)."""
     if not base:
         return None
-    hi = lo = base[-1]
-    n_marked = listed = 0
-    tail: list[str] = []
+    bound = base[-1] if bound is None or bound > base[-1] else bound
+    lo: str | None = None  # the smallest name listed
+    n_below = listed = 0
+    above: list[str] = []
     rest: list[str] = []
     # the listing read a chunk at a time and dropped as it goes: only what is new stays
     for part, _irregular in listing_chunks(qdir, False, sn.CHUNK):
@@ -237,24 +242,29 @@ def _head_and_tail(qdir: str, base: list[str], acc: _Acc) -> tuple[list[str], li
             rest.extend(compress(part, map(not_, flags)))
         if not marked:
             continue
-        n_marked += len(marked)
-        lo = min(lo, min(marked))
-        tail.extend(filter(hi.__lt__, marked))
-        listed += sn.hash_sum(marked)
-    k = bisect_left(base, lo)
-    if n_marked != len(base) - k + len(tail):
+        first = min(marked)
+        lo = first if lo is None or first < lo else lo
+        high = list(filter(bound.__lt__, marked))
+        n_below += len(marked) - len(high)
+        listed += sn.hash_sum(marked) - sn.hash_sum(high)
+        above += high
+    j = bisect_right(base, bound)
+    k = j if lo is None else min(bisect_left(base, lo), j)
+    if n_below != j - k:
         return None
     kept_sum = 0
-    for i in range(k, len(base), sn.CHUNK):
-        kept_sum += sn.hash_sum(base[i : i + sn.CHUNK])
+    for i in range(k, j, sn.CHUNK):
+        kept_sum += sn.hash_sum(base[i : min(j, i + sn.CHUNK)])
         sn.pause()
-    if listed != kept_sum + sn.hash_sum(tail):
+    if listed != kept_sum:
         return None
-    names = rest + sorted(set(tail))  # (a name listed twice: renamed back and forth meanwhile)
+    seen = set(above)  # (a name listed twice: renamed back and forth meanwhile)
+    known = [n for n in base[j:] if n in seen]  # the last listing's own string objects
+    seen.difference_update(known)
+    names = rest + sorted(seen)
     new = acc.take(names, sn.lstat_irregular(qdir, names))
-    new.sort()
-    kept = base[k:]
-    kept += new
+    kept = base[k:j]
+    kept += sorted(known + new)
     return kept, new
 
 
@@ -288,7 +298,7 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
             if _twice(acc.id_hashes):
                 return _exact(root, name, now, stamp, started)
         else:
-            quick = _head_and_tail(qdir, base, acc)
+            quick = _head_and_tail(qdir, base, acc, previous.relist_hint)
             if quick is not None:
                 ready, new = quick
             else:  # names below the last came or went: each listed name looked up
@@ -310,6 +320,13 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
     work = _Work(qdir, name)
     kept = _not_held(ready, work, new, acc.id_hashes)
     cols = _build(name, now, kept, acc, work, partial=False, stamp=stamp, listed_at=started)
+    # the names above the hint are compared by set next time: after a relisting, those the
+    # listing before it added; after a full listing (which may have missed any name published
+    # while it ran) its last RECENT names
+    if base:
+        cols.relist_hint = base[-1]
+    elif kept:
+        cols.relist_hint = kept[max(0, len(kept) - RECENT)]
     return cols
 
 
