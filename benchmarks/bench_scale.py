@@ -513,6 +513,8 @@ def bench_bulk(args: argparse.Namespace) -> list[dict]:
                 qc("purge", "q", "--yes", *extra), [sys.executable, "-c", client], label,
                 check=lambda lay=layout: left(lay, "q", 0), env=env))
         out.append(_restore_case(base, root, layout, builder, n, reps, qc, env))
+    for layout, builder in (("ddmq", build_expired_ddmq), ("vsqs", build_expired_vsqs)):
+        out.append(_delete_case(base, root, layout, builder, min(n, args.delete_n), reps, qc, env))
     move_n = min(n, args.move_client_n)
     out.append(bulk_case(
         "ddmq move --all (ready)", move_n, reps,
@@ -552,6 +554,44 @@ def _restore_case(base: str, root: str, layout: str, builder, n: int, reps: int,
             "client_per_s": b}
 
 
+def _delete_case(base: str, root: str, layout: str, builder, n: int, reps: int, qc, env) -> dict | None:
+    """``delete Q ID... --yes`` of every ready message (ids on the command line, so at most
+    --delete-n: argv is capped at 2 MB) vs a bare listdir+unlink loop over the same files."""
+    if not _wanted(f"{layout} delete"):
+        return None
+    qdir = os.path.join(root, "q")
+    t: dict[str, list[float]] = {"trash": [], "no-trash": [], "client": []}
+    for _ in range(reps):
+        for how in ("trash", "no-trash"):
+            builder(_fresh(base, "root"), 0, ready=n)
+            ids = sorted(os.listdir(qdir))
+            if layout == "ddmq":
+                ids = [i for i in ids if ".ddmq" in i]
+                ids = [i.rpartition(".ddmq")[2] for i in ids]
+            extra = ["--no-trash"] if how == "no-trash" else []
+            t[how].append(run(qc("delete", "q", *ids, "--yes", *extra), env=env).secs)
+            assert not [x for x in os.listdir(qdir) if x not in ("ddmq.yaml", "work")], "delete left messages"
+        builder(_fresh(base, "root"), 0, ready=n)
+        t["client"].append(run([sys.executable, "-c", UNLINK_LOOP.format(d=qdir)]).secs)
+    c = _rate(n, t["client"])
+    rows = []
+    for how in ("trash", "no-trash"):
+        a = _rate(n, t[how])
+        label = f"{layout} delete IDS{' --no-trash' if how == 'no-trash' else ''}"
+        print(f"    {label:38} {n:>7,} msgs: qconsole {a:8,.0f}/s   listdir+unlink {c:8,.0f}/s   = {a / c:5.2f}x",
+              flush=True)
+        rows.append({"op": label, "n": n, "qconsole_per_s": a, "client": "listdir+unlink", "client_per_s": c})
+    return {"op": f"{layout} delete", "rows": rows}
+
+
+UNLINK_LOOP = (
+    "import os\n"
+    "d = {d!r}\n"
+    "for n in os.listdir(d):\n"
+    "    if '.ddmq' in n or n.isdigit(): os.unlink(os.path.join(d, n))\n"
+)
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -571,6 +611,8 @@ def main() -> None:
     ap.add_argument("--bulk-reps", type=int, default=3)
     ap.add_argument("--move-client-n", type=int, default=20_000,
                     help="move size (the VSQS client lists the destination per publish: O(n^2))")
+    ap.add_argument("--delete-n", type=int, default=40_000,
+                    help="delete size (ids go on the command line, which Linux caps at 2 MB)")
     ap.add_argument("--json", help="write every figure to this file")
     ap.add_argument("--qconsole", help="the qconsole console script to time (default: this venv's)")
     ap.add_argument("--baseline", help="another qconsole console script timed in the same rounds (before/after)")
