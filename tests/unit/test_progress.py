@@ -8,7 +8,7 @@ import os
 from ops_inventory import inventory
 from peers import ddmq_broker
 from qconsole.backends import open_target
-from qconsole.backends.fs import claims
+from qconsole.backends.fs import batches
 from qconsole.cli import ops as cli_ops
 from qconsole.ops import Operations
 
@@ -68,15 +68,16 @@ def test_an_error_mid_batch_puts_every_claimed_message_back(tmp_path, monkeypatc
         b.publish("q", t, clean=False)
     b.consume("q", n=20, clean=False)
     calls = {"n": 0}
-    real = claims.sync_files
+    real = batches._sync_close
 
-    def failing(paths):
+    def failing(fd):
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] == 10:  # in the second batch of 8
+            os.close(fd)
             raise OSError(28, "No space left on device")
-        return real(paths)
+        return real(fd)
 
-    monkeypatch.setattr(claims, "sync_files", failing)
+    monkeypatch.setattr(batches, "_sync_close", failing)
     monkeypatch.setattr(type(open_target(root)), "REQUEUE_BATCH", 8)
     try:
         _ops(root).requeue("q", all_held=True)

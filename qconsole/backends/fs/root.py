@@ -295,10 +295,14 @@ class FileBackend(Backend):
                 batch = filling.finish(items) if filling else None
         return outcomes, batch
 
+    #: messages per batch journal of a move (see fs.batches)
+    MOVE_BATCH = 256
+
     def move(self, src: str, dest: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
-        """Claim each message, place a copy in ``dest`` by the layout's protocol, commit."""
+        """Claim each message, place a copy in ``dest`` by the layout's protocol, commit in
+        batches under one journal each (:mod:`.batches`)."""
         from ...errors import QConsoleError
-        from . import claims, safety
+        from . import batches, claims, safety
         from ..results import CHANGED
 
         src_dir = self.require_queue(src)
@@ -307,27 +311,35 @@ class FileBackend(Backend):
         # oldest first, whatever their state, so DEST keeps the order they were published in
         msgs = sorted(msgs, key=lambda m: (m.created_at or 0.0, m.id))
         with safety.Confined(self.path) as c:
-            placer_for = self.move_placer(c, dest, dest_dir)  # refuses bad DEST settings before any claim
-            for msg in msgs:
-                self.tick(len(outcomes), len(msgs))
-                claim = claims.Claim(c, src_dir, msg.relpath)
-                if not claim.acquire():
-                    outcomes.append((msg.id, CHANGED))
-                    continue
-                try:
-                    data = claim.read()
-                    prepare = placer_for(msg, data)
-                except (QConsoleError, OSError) as err:
-                    claim.restore()
-                    why = str(err) if isinstance(err, QConsoleError) else err.strerror
-                    outcomes.append((msg.id, f"left as it was: {why}"))
-                    continue
-                claims.transfer(claim, dest, dest_dir, prepare, data)
-                outcomes.append((msg.id, None))
+            place, check = self.move_placer(c, dest, dest_dir)  # refuses bad DEST settings before any claim
+            with batches.BatchWriter(c, src_dir, dest, size=self.MOVE_BATCH, check=check) as writer:
+                for msg in msgs:
+                    self.tick(len(outcomes) + len(writer), len(msgs))
+                    claim = claims.Claim(c, src_dir, msg.relpath)
+                    if not claim.acquire():
+                        outcomes.append((msg.id, CHANGED))
+                        continue
+                    try:
+                        data = claim.read()
+                        placement, fd = place(msg, data, claim.token)
+                    except (QConsoleError, OSError) as err:
+                        batches.drop_tmp(c, dest_dir, claim.token)
+                        claim.restore()
+                        why = str(err) if isinstance(err, QConsoleError) else err.strerror
+                        outcomes.append((msg.id, f"left as it was: {why}"))
+                        continue
+                    except BaseException:
+                        batches.drop_tmp(c, dest_dir, claim.token)
+                        claim.restore()
+                        raise
+                    outcomes.extend((mid, None) for mid in writer.add(msg.id, claim, placement, fd))
+                outcomes.extend((mid, None) for mid in writer.flush())
+        self.tick(len(msgs), len(msgs))
         return outcomes
 
     def move_placer(self, c: Any, dest: str, dest_dir: str) -> Any:
-        """``(msg, data) -> prepare`` for :func:`.claims.transfer` into ``dest``."""
+        """``(place, check)``: ``place(msg, data, token) -> (Placement, fd)`` writes the copy
+        for ``dest``; ``check(entries)`` runs before each batch's journal (or None)."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ trash / recovery
@@ -348,6 +360,9 @@ class FileBackend(Backend):
         from . import trash
 
         return trash.restore(self.path, batch, self.ready_name, self.message_id, self.is_queue_dir, self.tick)
+
+    #: whether a requeued/moved copy keeps its message's id (recover checks a committed one)
+    moves_keep_ids = False
 
     def message_id(self, name: str) -> str | None:
         """The id a queue file name carries in any state (None: not a message name)."""
@@ -386,7 +401,8 @@ class FileBackend(Backend):
         dirs = [self.path] + [os.path.join(self.path, n) for n in names]
         dirs += [os.path.join(trash.trash_dir(self.path), b.batch) for b in trash.list_batches(self.path)]
         report = claims.recover(self.path, dirs, force=force,
-                                is_message=lambda n: self.message_id(n) is not None, id_live=self.id_live)
+                                is_message=lambda n: self.message_id(n) is not None, id_live=self.id_live,
+                                msg_id=self.message_id if self.moves_keep_ids else None)
         report.completed.extend(f"trash batch {b} (its purge was killed)" for b in published)
         return report
 

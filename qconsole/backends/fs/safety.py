@@ -287,6 +287,10 @@ class Confined:
         finally:
             os.close(f)
 
+    def sync_dir(self, path: str) -> None:
+        """fsync a directory below the root: the names made in it are durable."""
+        os.fsync(self.dir(path))
+
     def dir_gid(self, path: str) -> int:
         return os.fstat(self.dir(path)).st_gid
 
@@ -420,6 +424,18 @@ class Confined:
             self.unlink(path)
             raise
         os.close(f)
+
+    def write_new_open(self, path: str, data: bytes, gid: int | None = None) -> int:
+        """Create ``path`` exclusively and write it; the descriptor stays open for the caller
+        to fsync and close (a batch syncs many at once). Removed again on failure."""
+        f = self.create_exclusive(path, gid)
+        try:
+            write_all(f, data)
+        except BaseException:
+            os.close(f)
+            self.unlink(path)
+            raise
+        return f
 
     def replace_file(self, path: str, data: bytes, tmp_name: str, *, mode: int | None = None) -> None:
         """Write ``tmp_name`` beside ``path``, fsync, rename over ``path`` (a link there is

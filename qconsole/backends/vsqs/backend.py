@@ -67,8 +67,9 @@ class VsqsBackend(FileBackend):
     def move_placer(self, c: Any, dest: str, dest_dir: str) -> Any:
         from . import writes
 
-        prepare = writes.placer(c, dest_dir, writes.divisor_for(None, self.scan_queue(dest).id_unit))
-        return lambda _msg, _data: prepare
+        placer = writes.Placer(c, dest_dir, writes.divisor_for(None, self.scan_queue(dest).id_unit),
+                               c.dir_gid(dest_dir))
+        return (lambda _msg, data, token: placer.prepare(data, token)), placer.check
 
     def ready_name(self, relpath: str) -> str | None:
         parsed = layout.parse_name(relpath.rpartition("/")[2])
