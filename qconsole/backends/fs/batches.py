@@ -13,14 +13,15 @@ directory:
 3. the journal, naming every entry's claim token, source, commit rename and tmp, is written
    to a tmp of the batch's own token, fsynced, renamed to its name, its directory fsynced:
    a journal under its name is always whole (a torn one is planted, never ours);
-4. per entry: commit rename, drop a second tmp link, drop the claim -- the claim goes last,
-   so a claim left behind means "this entry may not be committed";
+4. per entry: commit rename, drop the claim, drop the tmp when it is a second link of the
+   copy (VSQS) -- while the claim is there, so is that link: the proof of the commit;
 5. the journal goes.
 
 :func:`recover_batches`, per entry of a dead process's journal: no claim -> committed and
 cleaned (a leftover tmp link goes); commit source still there -> not committed: the copy
-goes, the claim is put back; commit source gone and the final message live -> committed: the
-claim goes. Killed before step 3: no journal, so :func:`.claims.recover`'s per-token rules
+goes, the claim is put back; commit source gone and the copy live -> committed: the claim
+goes ("live": ddmq, the final name carries the claimed message's id; VSQS, the tmp still
+links a live name of the final id). Anything else is reported and left alone. Killed before step 3: no journal, so :func:`.claims.recover`'s per-token rules
 apply (nothing was committed). A journal that does not validate is reported and left alone.
 """
 
@@ -122,9 +123,9 @@ class BatchWriter:
                 if not c.rename(src, os.path.join(p.dest_dir, p.final)):
                     # only we know the tmp/.new name: left with the journal for recover
                     raise OSError(errno.ENOENT, "commit rename lost its source", src)
-                if p.tmp and p.tmp != p.commit_from:
+                c.unlink(e.claim.path)  # a claim left means "maybe not committed"
+                if p.tmp and p.tmp != p.commit_from:  # after the claim: it is the proof of the commit
                     c.unlink(os.path.join(p.dest_dir, p.tmp))
-                c.unlink(e.claim.path)  # last: a claim left means "maybe not committed"
         except BaseException:
             self.pending = entries[i:]  # abort() judges each on disk: committed or not
             raise
@@ -355,11 +356,10 @@ def _recover_entry(c: safety.Confined, root: str, jdir: str, dest_dir: str, e: d
             return True
         report.problems.append(f"{rel(d, n)}: could not put back as {e['src']!r}; left in place")
         return False
-    final_ok = id_live(c, dest_dir, e["final"])
-    if final_ok and msg_id is not None:
-        final_ok = msg_id(e["final"]) == msg_id(name)
-    if final_ok and tmps and e["commit_from"] != e["tmp"]:  # the tmp still links the committed copy
-        final_ok = c.same_file(tmp, os.path.join(dest_dir, e["final"])) or not c.lexists(os.path.join(dest_dir, e["final"]))
+    if e["commit_from"] == e["tmp"]:  # ddmq: the copy is renamed into place
+        final_ok = id_live(c, dest_dir, e["final"]) and (msg_id is None or msg_id(e["final"]) == msg_id(name))
+    else:  # VSQS: the claim goes before the tmp, so the tmp still links the committed copy
+        final_ok = bool(tmps) and _links_live(c, dest_dir, e["final"], tmp)
     if not final_ok:
         report.problems.append(f"{rel(d, n)}: its journal's commit source is gone and no committed copy is live; "
                                "left alone")
@@ -369,6 +369,14 @@ def _recover_entry(c: safety.Confined, root: str, jdir: str, dest_dir: str, e: d
     c.unlink(claim_path)
     report.completed.append(rel(d, n))
     return True
+
+
+def _links_live(c: safety.Confined, dest_dir: str, final: str, tmp: str) -> bool:
+    """Whether ``tmp`` is the same file as a live name of ``final``'s id (``<id>``, or the
+    ``<id>.<deadline>`` a consumer renamed it to)."""
+    head = final + "."
+    return any(c.same_file(tmp, os.path.join(dest_dir, n))
+               for n in c.listdir(dest_dir) if n == final or (n.startswith(head) and not n.endswith(".new")))
 
 
 __all__ = ["BatchWriter", "BATCH_SIZE", "recover_batches", "drop_tmp", "QC_TEMP_PREFIX"]

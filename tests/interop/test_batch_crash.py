@@ -1,0 +1,178 @@
+"""Batched transfers (one journal per batch, :mod:`qconsole.backends.fs.batches`) at every
+crash point, with batches of 3 so a run holds several full batches and a partial one.
+
+* a forked child dies (``os._exit``) just before its n-th file-system call, for every n until
+  the operation completes; then ``recover`` must leave every message in exactly one place
+  and no qconsole leftover;
+* the same with an exception (``KeyboardInterrupt``, as ctrl+c) raised instead: the process
+  undoes what it can itself, and recover settles the rest;
+* a live operator's batch is left alone by another qconsole's recover until it dies.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from ops_inventory import inventory
+from peers import ddmq_broker
+from qconsole.backends import open_target
+from qconsole.backends.fs import batches
+from qconsole.ops import Operations
+
+N = 7
+CALLS = ("rename", "link", "unlink", "open", "write", "fsync", "listdir", "close")
+
+
+def _ops(root: str) -> Operations:
+    return Operations(open_target(root), audit_log=os.path.join(root, "..", "audit.log"))
+
+
+def _root(tmp_path, layout: str) -> tuple[str, set[str]]:
+    root = str(tmp_path / layout)
+    if layout == "ddmq":
+        broker = ddmq_broker(root, "src", "dst")
+        for i in range(N):
+            broker.publish("src", f"b-{i}", clean=False)
+    else:
+        for q in ("src", "dst"):
+            os.makedirs(os.path.join(root, q))
+        _ops(root).publish("src", [f"b-{i}".encode() for i in range(N)])
+    return root, {f"b-{i}" for i in range(N)}
+
+
+def _consume_some(root: str, layout: str) -> None:
+    """Real consumers hold five of the messages in src (expired or in flight)."""
+    if layout == "ddmq":
+        ddmq_broker(root).consume("src", n=5, clean=False)
+        return
+    qdir = os.path.join(root, "src")
+    for i, name in enumerate(sorted(x for x in os.listdir(qdir) if x.isdigit())[:5]):
+        deadline = int(time.time() * 1e6) + (-10**6 if i % 2 else 10**9)
+        os.rename(os.path.join(qdir, name), os.path.join(qdir, f"{name}.{deadline}"))
+
+
+def _action(root: str, action: str):
+    ops = _ops(root)
+    return {"requeue": lambda: ops.requeue("src", all_held=True),
+            "move": lambda: ops.move("src", "dst", all_=True),
+            "move_back": lambda: ops.move("dst", "src", all_=True)}[action]
+
+
+def _fail_at(n: int, fn, how: str, cls: type) -> str:
+    """Run ``fn`` in a forked child whose n-th file-system call dies (``exit``) or raises
+    KeyboardInterrupt (``raise``); 'died', 'raised' or 'done'."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            cls.REQUEUE_BATCH = cls.MOVE_BATCH = 3  # several full batches and a partial one
+            calls = [0]
+
+            def wrap(real):
+                def inner(*a, **k):
+                    calls[0] += 1
+                    if calls[0] == n:
+                        if how == "exit":
+                            os._exit(9)
+                        raise KeyboardInterrupt
+                    return real(*a, **k)
+                return inner
+
+            for name in CALLS:
+                setattr(os, name, wrap(getattr(os, name)))
+            try:
+                fn()
+            except KeyboardInterrupt:
+                code = 8
+        finally:
+            os._exit(code)
+    _pid, status = os.waitpid(pid, 0)
+    return {9: "died", 8: "raised", 0: "done"}.get(os.waitstatus_to_exitcode(status), "error")
+
+
+def _settled(root: str, layout: str, expected: set[str]) -> None:
+    rep = _ops(root).recover()
+    assert not rep.problems and not rep.live, (rep.problems, rep.live)
+    found, odd = inventory(root, layout)
+    assert not odd, odd
+    assert set(found) == expected, (expected - set(found), set(found) - expected)
+    assert set(found.values()) == {1}, {k: v for k, v in found.items() if v != 1}
+    left = [n for q in ("src", "dst") for d in (q, f"{q}/work") if os.path.isdir(os.path.join(root, d))
+            for n in os.listdir(os.path.join(root, d)) if n.startswith(".qconsole-")]
+    assert not left, left
+
+
+@pytest.mark.parametrize("how", ["exit", "raise"])
+@pytest.mark.parametrize("layout", ["ddmq", "vsqs"])
+def test_every_crash_point_of_a_batched_transfer(tmp_path, layout, how):
+    root, expected = _root(tmp_path, layout)
+    cls = type(open_target(root))
+    points = {"died": 0, "raised": 0}
+    actions = ("requeue", "move", "move_back") if layout == "ddmq" else ("move", "move_back")
+    for action in actions:
+        n = 1
+        while True:
+            _consume_some(root, layout)
+            outcome = _fail_at(n, _action(root, action), how, cls)
+            assert outcome in ("died", "raised", "done"), outcome
+            _settled(root, layout, expected)
+            if outcome == "done":
+                break
+            points[outcome] += 1
+            n += 1
+    # 7 messages in batches of 3: dozens of points per action, every step of every batch
+    assert sum(points.values()) > 60 * len(actions) // 2, points
+
+
+def test_batches_leave_no_journal_and_keep_order(tmp_path, monkeypatch):
+    """A move of several batches: no journal left, DEST holds the messages in publish order."""
+    root, expected = _root(tmp_path, "vsqs")
+    monkeypatch.setattr(type(open_target(root)), "MOVE_BATCH", 3)
+    res = _ops(root).move("src", "dst", all_=True)
+    assert len(res.done) == N and not res.skipped
+    names = sorted(os.listdir(os.path.join(root, "dst")), key=int)
+    assert [open(os.path.join(root, "dst", n)).read() for n in names] == [f"b-{i}" for i in range(N)]
+    assert not [n for n in os.listdir(os.path.join(root, "src")) if n.startswith(".qconsole-")]
+
+
+def test_recover_leaves_a_live_operators_batch_alone(tmp_path):
+    """Another qconsole's recover, while the operator's batch is mid-commit, touches nothing
+    of it; once that process is gone, recover settles it."""
+    root, expected = _root(tmp_path, "ddmq")
+    _consume_some(root, "ddmq")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            real = batches.BatchWriter._write_journal
+
+            def paused(self, entries):
+                path = real(self, entries)
+                os.write(w, b"x")
+                time.sleep(60)  # killed here: journal written, nothing committed
+                return path
+
+            batches.BatchWriter._write_journal = paused
+            _ops(root).requeue("src", all_held=True)
+        finally:
+            os._exit(0)
+    os.close(w)
+    assert os.read(r, 1) == b"x"
+    try:
+        before = sorted(os.listdir(os.path.join(root, "src"))), sorted(os.listdir(os.path.join(root, "src", "work")))
+        assert any(n.startswith(".qconsole-batch-") for n in before[0])
+        rep = _ops(root).recover()
+        assert rep.live and not rep.restored and not rep.completed and not rep.problems
+        after = sorted(os.listdir(os.path.join(root, "src"))), sorted(os.listdir(os.path.join(root, "src", "work")))
+        assert after == before
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    rep = _ops(root).recover()
+    assert len(rep.restored) == 5 and not rep.problems
+    _settled(root, "ddmq", expected)
