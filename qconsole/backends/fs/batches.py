@@ -356,8 +356,8 @@ def _recover_entry(c: safety.Confined, root: str, jdir: str, dest_dir: str, e: d
             return True
         report.problems.append(f"{rel(d, n)}: could not put back as {e['src']!r}; left in place")
         return False
-    if e["commit_from"] == e["tmp"]:  # ddmq: the copy is renamed into place
-        final_ok = id_live(c, dest_dir, e["final"]) and (msg_id is None or msg_id(e["final"]) == msg_id(name))
+    if msg_id is not None and e["commit_from"] == e["tmp"]:  # ddmq: the copy, renamed into place, keeps the id
+        final_ok = id_live(c, dest_dir, e["final"]) and msg_id(e["final"]) == msg_id(name)
     else:  # VSQS: the claim goes before the tmp, so the tmp still links the committed copy
         final_ok = bool(tmps) and _links_live(c, dest_dir, e["final"], tmp)
     if not final_ok:
