@@ -215,15 +215,32 @@ def restore(root: str, batch: str, ready_name: Callable[[str], str | None], msg_
             raise OperationError(f"no trash batch {batch!r} (see qconsole trash list)")
         lock = _lock(c, batch, "restore")
         try:
-            live: dict[str, dict[str, list[str]]] = {}
             files = _files(c, batch)
+            # one directory of the batch at a time: the queue checked and listed, both
+            # directories opened once (not per message)
+            groups: dict[tuple[str, str], list[str]] = {}
             for queue, rel in files:
-                if tick is not None:
-                    tick(len(done) + len(skipped), len(files))
-                src = os.path.join(batch_dir(root, batch), FILES, queue, rel)
-                reason = _restore_one(c, root, queue, rel, src, ready_name, msg_id, is_queue, live, done)
-                if reason:
-                    skipped.append((rel, reason))
+                sub, _, name = rel.rpartition("/")
+                groups.setdefault((queue, sub), []).append(name)
+            live: dict[str, dict[str, list[str]]] = {}
+            for (queue, sub), names in groups.items():
+                why = _queue_problem(c, root, queue, is_queue)
+                if why:
+                    skipped.extend((f"{sub}/{n}" if sub else n, why) for n in names)
+                    continue
+                qdir = os.path.join(root, queue)
+                ids = live.get(queue)
+                if ids is None:
+                    ids = live[queue] = _live_ids(c, qdir, msg_id)
+                top = os.path.join(batch_dir(root, batch), FILES, queue)
+                pair = c.pair(os.path.join(top, sub) if sub else top, qdir)
+                for name in names:
+                    if tick is not None:
+                        tick(len(done) + len(skipped), len(files))
+                    rel = f"{sub}/{name}" if sub else name
+                    reason = _restore_one(c, pair, qdir, queue, rel, name, ready_name, msg_id, ids, done)
+                    if reason:
+                        skipped.append((rel, reason))
             _tidy(c, batch)
         finally:
             c.unlink(lock)
@@ -231,41 +248,43 @@ def restore(root: str, batch: str, ready_name: Callable[[str], str | None], msg_
     return done, skipped
 
 
-def _restore_one(c: safety.Confined, root: str, queue: str, rel: str, src: str,
-                 ready_name: Callable[[str], str | None], msg_id: Callable[[str], str | None],
-                 is_queue: Callable[[str], bool], live: dict[str, dict[str, list[str]]], done: list[str]) -> str | None:
+def _queue_problem(c: safety.Confined, root: str, queue: str, is_queue: Callable[[str], bool]) -> str | None:
     try:
         safety.validate_queue_name(queue)
     except QConsoleError:
         return f"queue {queue!r} is not a queue name"
     qdir = os.path.join(root, queue)
+    if not c.is_dir(qdir) or not is_queue(qdir):
+        return f"queue {queue!r} is gone"
+    return None
+
+
+def _restore_one(c: safety.Confined, pair: safety.DirPair, qdir: str, queue: str, rel: str, name: str,
+                 ready_name: Callable[[str], str | None], msg_id: Callable[[str], str | None],
+                 ids: dict[str, list[str]], done: list[str]) -> str | None:
     target = ready_name(rel)
     mid = msg_id(target) if target else None
     if target is None or mid is None:
         return "not a message name"
-    if not c.is_dir(qdir) or not is_queue(qdir):
-        return f"queue {queue!r} is gone"
-    st = c.lstat(src)
+    st = pair.lstat(name)
     if st is None:
         return "gone (restored or emptied meanwhile)"
-    ids = live.get(queue)
-    if ids is None:
-        ids = live[queue] = _live_ids(c, qdir, msg_id)
-    twins = ids.get(mid, [])
-    for twin in twins:  # a restore killed after its link: that copy is the message, drop ours
-        if c.same_file(src, os.path.join(qdir, twin)):
-            c.unlink(src)
-            done.append(f"{queue}/{twin}")
-            return None
+    twins = ids.get(mid)
     if twins:
+        for twin in twins:  # a restore killed after its link: that copy is the message, drop ours
+            tw = c.lstat(os.path.join(qdir, twin))
+            if tw is not None and (tw.st_ino, tw.st_dev) == (st.st_ino, st.st_dev):
+                pair.unlink(name)
+                done.append(f"{queue}/{twin}")
+                return None
         return f"id {mid} is in the queue already ({twins[0]})"
     if st.st_nlink > 1:
         return "has other hard links; not restored"
-    if c.link_noclobber(src, os.path.join(qdir, target)):
+    if pair.move_noclobber(name, target):
         ids.setdefault(mid, []).append(target)
         done.append(f"{queue}/{target}")
         return None
-    return "a file of that name exists"
+    return "a file of that name exists" if pair.lstat(name) is not None else "gone (restored or emptied meanwhile)"
 
 
 def _live_ids(c: safety.Confined, qdir: str, msg_id: Callable[[str], str | None]) -> dict[str, list[str]]:
