@@ -389,7 +389,7 @@ class FileBackend(Backend):
     def trash_empty(self, older_than_s: float | None) -> list[str]:
         from . import trash
 
-        return trash.empty(self.path, older_than_s)
+        return trash.empty(self.path, older_than_s, self.tick)
 
     def recover(self, *, force: bool = False) -> Any:
         """Put back what killed qconsole processes left claimed (see :mod:`.claims`)."""

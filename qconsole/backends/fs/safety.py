@@ -30,6 +30,7 @@ from ...errors import QConsoleError, QueueNameError, SettingsError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -464,14 +465,17 @@ class Confined:
             self.unlink(tmp)
             raise
 
-    def rmtree(self, path: str) -> None:
-        """Remove a directory tree below the root; links inside are removed, never followed."""
+    def rmtree(self, path: str, removed: Callable[[], None] | None = None) -> None:
+        """Remove a directory tree below the root; links inside are removed, never followed.
+        ``removed()`` is called after each file (a progress line)."""
         for name, kind in self.entries(path):
             child = os.path.join(path, name)
             if kind == "dir":
-                self.rmtree(child)
+                self.rmtree(child, removed)
             else:
                 self.unlink(child)
+                if removed is not None:
+                    removed()
         self.rmdir(path)
 
 

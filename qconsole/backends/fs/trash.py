@@ -329,21 +329,29 @@ def _drop_if_empty(c: safety.Confined, batch: str) -> None:
     c.rmdir(bdir)
 
 
-def empty(root: str, older_than_s: float | None) -> list[str]:
+def empty(root: str, older_than_s: float | None, tick: Callable[[int, int], None] | None = None) -> list[str]:
     """Delete batches for good (only those older than ``older_than_s`` when given); a batch
-    another qconsole is restoring is left alone."""
+    another qconsole is restoring is left alone. ``tick(done, total)``: files removed."""
     now = time.time()
     removed = []
     with safety.Confined(root) as c:
-        for b in batch_names(c):
-            if older_than_s is not None and now - created_at(b, read_manifest(c, b)) < older_than_s:
-                continue
+        chosen = [b for b in batch_names(c)
+                  if older_than_s is None or now - created_at(b, read_manifest(c, b)) >= older_than_s]
+        total = sum(len(_files(c, b)) for b in chosen) if tick is not None else 0
+        count = [0]
+
+        def one_removed() -> None:
+            count[0] += 1
+            if tick is not None:
+                tick(count[0], total)
+
+        for b in chosen:
             try:
                 _lock(c, b, "empty")
             except OperationError:
                 continue  # being restored right now: not ours to delete under it
             try:
-                c.rmtree(batch_dir(root, b))
+                c.rmtree(batch_dir(root, b), one_removed)
             except (OSError, QConsoleError) as err:
                 why = err.strerror if isinstance(err, OSError) else str(err)
                 raise OperationError(f"cannot remove trash batch {b}: {why}") from None
