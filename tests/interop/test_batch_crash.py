@@ -176,3 +176,45 @@ def test_recover_leaves_a_live_operators_batch_alone(tmp_path):
     rep = _ops(root).recover()
     assert len(rep.restored) == 5 and not rep.problems
     _settled(root, "ddmq", expected)
+
+
+DEAD_PID = 4194303
+
+
+@pytest.mark.parametrize("committed", [False, True])
+def test_an_older_qconsoles_per_message_journal_is_still_recovered(tmp_path, committed):
+    """What a per-message-journal qconsole left when killed mid-requeue (claim in work/, tmp,
+    journal beside the claim): recover puts the message back, or finishes the requeue."""
+    import json
+
+    from qconsole.backends.fs.claims import HOST, encode_rel
+
+    root = str(tmp_path / "d")
+    b = ddmq_broker(root, "q")
+    b.publish("q", "old-1", clean=False)
+    b.consume("q", clean=False)
+    qdir = os.path.join(root, "q")
+    name = os.listdir(os.path.join(qdir, "work"))[0]
+    tok = "0defaced"
+    claim = f".qconsole-claim-{HOST}-{DEAD_PID}-{tok}-{encode_rel('work/' + name)}"
+    os.rename(os.path.join(qdir, "work", name), os.path.join(qdir, "work", claim))
+    body = json.load(open(os.path.join(qdir, "work", claim)))
+    uid = name.rpartition(".ddmq")[2]
+    final = f"0.{int(time.time() * 1e6)}.ddmq{uid}"
+    body.update(filename=final, priority=0, requeue_counter=1)
+    tmp = f".qconsole-tmp-{HOST}-{DEAD_PID}-{tok}"
+    with open(os.path.join(qdir, tmp), "w") as fh:
+        json.dump(body, fh)
+    with open(os.path.join(qdir, "work", f".qconsole-journal-{HOST}-{DEAD_PID}-{tok}"), "w") as fh:
+        json.dump({"token": tok, "src": f"work/{name}", "dest": "q", "commit_from": tmp, "final": final,
+                   "tmp": tmp}, fh)
+    if committed:
+        os.rename(os.path.join(qdir, tmp), os.path.join(qdir, final))
+    rep = _ops(root).recover()
+    assert not rep.problems and not rep.live
+    assert (len(rep.completed), len(rep.restored)) == ((1, 0) if committed else (0, 1))
+    found, odd = inventory(root, "ddmq")
+    assert not odd and found == {"old-1": 1}
+    names = os.listdir(qdir) + os.listdir(os.path.join(qdir, "work"))
+    assert not [n for n in names if n.startswith(".qconsole-")], names
+    assert (final in names) == committed and (name in names) != committed
