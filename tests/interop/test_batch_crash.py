@@ -218,3 +218,32 @@ def test_an_older_qconsoles_per_message_journal_is_still_recovered(tmp_path, com
     names = os.listdir(qdir) + os.listdir(os.path.join(qdir, "work"))
     assert not [n for n in names if n.startswith(".qconsole-")], names
     assert (final in names) == committed and (name in names) != committed
+
+
+def test_vsqs_move_clash_check_per_batch_replaces_a_clashing_id(tmp_path, monkeypatch):
+    """The publish protocol's clash check, made once per batch: an id live in DEST in another
+    state (a consumer holds <id>.<deadline>) is never reused; the copy gets a new id."""
+    from qconsole.backends.vsqs import writes
+
+    root, expected = _root(tmp_path, "vsqs")
+    held = "1700000000000005"
+    with open(os.path.join(root, "dst", f"{held}.1"), "w") as fh:
+        fh.write("held-by-a-consumer")
+    real = writes.Placer._next_id
+    first = [True]
+
+    def clashing(self):
+        if first[0]:
+            first[0] = False
+            self.last = int(held)
+            return held  # what a clock could give: an id a consumer holds in DEST
+        return real(self)
+
+    monkeypatch.setattr(writes.Placer, "_next_id", clashing)
+    res = _ops(root).move("src", "dst", all_=True)
+    assert len(res.done) == N and not res.skipped
+    names = os.listdir(os.path.join(root, "dst"))
+    assert f"{held}.1" in names and held not in names and not [n for n in names if not n[0].isdigit()]
+    assert not [n for n in names if n.endswith(".new")]
+    found, odd = inventory(root, "vsqs")
+    assert not odd and set(found) == expected | {"held-by-a-consumer"} and set(found.values()) == {1}

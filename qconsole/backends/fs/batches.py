@@ -115,7 +115,6 @@ class BatchWriter:
             self.pending = entries
             raise
         c = self.c
-        self.journal = journal
         i = 0
         try:
             for i, e in enumerate(entries):
@@ -164,13 +163,16 @@ class BatchWriter:
         except BaseException:
             self.c.unlink(tmp)
             raise
+        self.journal = path
         self.c.sync_dir(self.journal_dir)  # the journal's name is durable before any commit
         return path
 
     def abort(self) -> None:
-        """Undo every pending entry whose copy is not committed (its commit source still
-        there): copy dropped, message put back. A committed one keeps its claim for recover."""
+        """Undo every pending entry whose copy is not committed: copy dropped, message put
+        back. Without a journal nothing was committed; with one, an entry whose commit source
+        is gone was, and keeps its claim (and the journal) for recover."""
         entries, self.pending = self.pending, []
+        judge = self.journal is not None
         left_claimed = False
         for e in entries:
             if e.fd is not None:
@@ -180,7 +182,7 @@ class BatchWriter:
                     pass
                 e.fd = None
             p, c = e.placement, e.claim.c
-            if not c.lexists(os.path.join(p.dest_dir, p.commit_from)):
+            if judge and not c.lexists(os.path.join(p.dest_dir, p.commit_from)):
                 left_claimed = left_claimed or c.lexists(e.claim.path)
                 continue
             c.unlink(os.path.join(p.dest_dir, p.commit_from))
