@@ -273,13 +273,20 @@ class FileBackend(Backend):
         with safety.Confined(self.path) as c:
             filling = trash.Filling(c, action, queue, self.kind, user) if use_trash else None
             items: list[dict[str, Any]] = []
+            # per sub-directory (the queue, work/) both directories opened once, not per message
+            pairs: dict[str, safety.DirPair] = {}
             try:
                 for m in msgs:
                     self.tick(len(outcomes), len(msgs))
-                    src = os.path.join(qdir, safety.check_relpath(m.relpath))
+                    sub, _, name = safety.check_relpath(m.relpath).rpartition("/")
+                    pair = pairs.get(sub)
+                    if pair is None:
+                        src_dir = os.path.join(qdir, sub) if sub else qdir
+                        pair = pairs[sub] = c.pair(src_dir, os.path.dirname(filling.path(m.relpath))
+                                                   if filling else src_dir)
                     if filling:
                         try:
-                            ok = c.rename(src, filling.path(m.relpath))
+                            ok = pair.rename(name, name)
                         except OSError as err:
                             if err.errno == errno.EXDEV:  # the queue is another mount than the root
                                 raise OperationError(f"{queue}: the trash is on another file system; "
@@ -288,7 +295,7 @@ class FileBackend(Backend):
                         if ok:
                             items.append({"queue": queue, "relpath": m.relpath, "id": m.id})
                     else:
-                        ok = c.unlink(src)
+                        ok = pair.unlink(name)
                     outcomes.append((m.id, None if ok else CHANGED))
             finally:
                 # published under its name only now, complete; removed when nothing went in

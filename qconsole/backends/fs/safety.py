@@ -507,6 +507,14 @@ class DirPair:
         except FileNotFoundError:
             return False
 
+    def rename(self, name: str, new_name: str) -> bool:
+        """:meth:`Confined.rename` between the two directories (False: ``name`` was gone)."""
+        try:
+            os.rename(check_name(name), check_name(new_name), src_dir_fd=self.sfd, dst_dir_fd=self.dfd)
+            return True
+        except FileNotFoundError:  # an NFS retransmit of a rename that happened says ENOENT
+            return self.dst_lstat(new_name) is not None and self.lstat(name) is None
+
     def move_noclobber(self, name: str, new_name: str) -> bool:
         """:meth:`Confined.link_noclobber` between the two directories (link, then unlink:
         never over another file; on ext4 no slower than a cross-directory rename, which

@@ -82,8 +82,9 @@ class Filling:
             self.c.rmtree(self.dir)
             return None
         self.doc.update(complete=True, items=items)
-        self.c.replace_file(os.path.join(self.dir, MANIFEST), json.dumps(self.doc, indent=1).encode(),
-                            owned_name(CFG, new_token()))
+        # compact: an indent makes json use its pure-Python encoder (1 s per 50k items)
+        data = json.dumps(self.doc, separators=(",", ":")).encode()
+        self.c.replace_file(os.path.join(self.dir, MANIFEST), data, owned_name(CFG, new_token()))
         self.c.rename(self.dir, batch_dir(self.c.root, self.batch))
         return self.batch
 
