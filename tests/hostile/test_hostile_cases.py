@@ -219,7 +219,7 @@ def plant_batch(doc, *, claim: bool = True, where: str = "jobs", pid: int = DEAD
     def plant(w: World) -> None:
         name = first_ready(w)
         if claim:
-            os.rename(w.p("jobs", name), w.p("jobs", claim_name("c1a1b001", enc(name))))
+            os.rename(w.p("jobs", name), w.p("jobs", claim_name("c1a1b001", enc(name), pid)))
         d = doc(w, name) if callable(doc) else doc
         w.write(f"{where}/{batch_name('b0b0b001', pid)}".lstrip("/"),
                 d if isinstance(d, bytes) else json.dumps(d))

@@ -10,7 +10,7 @@ import pytest
 from ops_inventory import inventory
 from peers import ddmq_broker
 from qconsole.backends import open_target
-from qconsole.backends.fs import batches
+from qconsole.backends.fs import batches, claims
 from qconsole.cli import ops as cli_ops
 from qconsole.ops import Operations
 
@@ -150,3 +150,11 @@ def test_every_bulk_operation_reports_progress(tmp_path, layout):
     run("trash empty", lambda ops: ops.trash_empty())
     run("publish", lambda ops: ops.publish("q", [b'"x"'] * n))
     run("delete --no-trash", lambda ops: ops.delete("q", ids(), trash=False))
+
+
+def test_claim_tokens_never_repeat_within_a_process():
+    """300k tokens (a 100k requeue needs one per message, plus journals): all distinct, and
+    each is 8 hex digits as recover's parser wants (random 32-bit tokens repeat here)."""
+    toks = [claims.new_token() for _ in range(300_000)]
+    assert len(set(toks)) == len(toks)
+    assert all(len(t) == 8 and int(t, 16) >= 0 for t in toks[:1000])

@@ -202,7 +202,7 @@ def drop_tmp(c: safety.Confined, dest_dir: str, token: str) -> None:
 
 # --------------------------------------------------------------------------- recovery
 
-Found = dict[str, list[tuple[str, str, Owned]]]
+Found = dict[tuple[str, int, str], list[tuple[str, str, Owned]]]
 
 
 def _entry_problem(e: object, seen: set[str], is_message: Callable[[str], bool]) -> str | None:
@@ -263,8 +263,8 @@ def recover_batches(c: safety.Confined, root: str, found: Found, *, force: bool,
     entries are taken out of ``found``, so the per-token rules see only what no journal names.
     ``msg_id``: when given, a committed copy must carry its source's id (ddmq keeps ids)."""
     rel = lambda d, n: os.path.relpath(os.path.join(d, n), root)  # noqa: E731
-    for token in sorted(t for t, items in found.items() if any(o.kind == BATCH for _d, _n, o in items)):
-        items = found.pop(token)
+    for key in sorted(k for k, items in found.items() if any(o.kind == BATCH for _d, _n, o in items)):
+        items = found.pop(key)
         journals = [(d, n, o) for d, n, o in items if o.kind == BATCH]
         if len(journals) != 1 or any(o.kind not in (BATCH, TMP) for _d, _n, o in items):
             report.problems.append(f"{rel(*items[0][:2])}: a batch journal's token names other leftovers; left alone")
@@ -283,7 +283,8 @@ def recover_batches(c: safety.Confined, root: str, found: Found, *, force: bool,
             report.problems.append(f"{rel(jd, jn)}: batch journal does not validate ({why}); left alone")
             continue
         entries = doc["entries"]
-        parts = {e["token"]: found.pop(e["token"], []) for e in entries}
+        # the entries' claims and tmps were made by the journal's own process
+        parts = {e["token"]: found.pop((jo.host, jo.pid, e["token"]), []) for e in entries}
         if not force and (owner_alive(jo, jst, now) or any(
                 owner_alive(o, c.lstat(os.path.join(d, n)), now) for its in parts.values() for d, n, o in its)):
             report.live.append(rel(jd, jn))

@@ -44,8 +44,19 @@ _TOKEN_RE = re.compile(r"[0-9a-f]{8}")
 _HOST_RE = re.compile(r"[0-9a-f]{6}")
 
 
+_TOKENS: dict[str, int] = {"pid": -1, "next": 0}
+
+
 def new_token() -> str:
-    return secrets.token_hex(4)
+    """8 hex digits, unique within this process: a counter from a random start (random
+    tokens repeat: 100k of 32 bits do with odds of 2 in 3, and two claims of one batch then
+    shared a tmp name). Other processes' names differ by host and pid."""
+    pid = os.getpid()
+    if _TOKENS["pid"] != pid:  # a forked child starts its own sequence
+        _TOKENS["pid"], _TOKENS["next"] = pid, secrets.randbits(32)
+    n = _TOKENS["next"]
+    _TOKENS["next"] = (n + 1) & 0xFFFFFFFF
+    return f"{n:08x}"
 
 
 def encode_rel(relpath: str) -> str:
@@ -173,9 +184,12 @@ class RecoverReport:
     problems: list[str] = field(default_factory=list)
 
 
-def _scan_dirs(c: safety.Confined, queue_dirs: list[str]) -> dict[str, list[tuple[str, str, Owned]]]:
-    """token -> [(dir, name, owned)] over every queue directory and its work/."""
-    found: dict[str, list[tuple[str, str, Owned]]] = {}
+Key = tuple[str, int, str]  # (host, pid, token): tokens are unique per process only
+
+
+def _scan_dirs(c: safety.Confined, queue_dirs: list[str]) -> dict[Key, list[tuple[str, str, Owned]]]:
+    """(host, pid, token) -> [(dir, name, owned)] over every queue directory and its work/."""
+    found: dict[Key, list[tuple[str, str, Owned]]] = {}
     for qdir in queue_dirs:
         for d in (qdir, os.path.join(qdir, "work")):
             try:
@@ -185,7 +199,7 @@ def _scan_dirs(c: safety.Confined, queue_dirs: list[str]) -> dict[str, list[tupl
             for name in names:
                 owned = parse_owned(name)
                 if owned is not None:
-                    found.setdefault(owned.token, []).append((d, name, owned))
+                    found.setdefault((owned.host, owned.pid, owned.token), []).append((d, name, owned))
     return found
 
 
@@ -259,12 +273,12 @@ def recover(root_path: str, queue_dirs: list[str], *, force: bool = False,
         found = _scan_dirs(c, queue_dirs)
         recover_batches(c, root_path, found, force=force, now=now, is_message=is_message, id_live=id_live,
                         msg_id=msg_id, report=report)
-        for token, items in sorted(found.items()):
+        for key, items in sorted(found.items()):
             try:
                 _recover_token(c, root_path, items, force, now, is_message, id_live, report)
             except (OSError, QConsoleError) as err:
                 why = err.strerror if isinstance(err, OSError) else str(err)
-                report.problems.append(f"leftovers of {token}: {why}; left in place")
+                report.problems.append(f"leftovers of {key[2]}: {why}; left in place")
     return report
 
 

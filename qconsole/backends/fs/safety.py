@@ -307,7 +307,7 @@ class Confined:
                 raise UnsafePathError(f"{_rel(self.root, path)}: a symlink; not followed") from None
             raise
         try:
-            return _read_fd(f, _rel(self.root, path), limit, max_size)
+            return _read_fd(f, lambda: _rel(self.root, path), limit, max_size)  # named only in an error
         finally:
             os.close(f)
 
@@ -567,12 +567,13 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _read_fd(fd: int, what: str, limit: int | None, max_size: int | None) -> bytes:
+def _read_fd(fd: int, what: str | Callable[[], str], limit: int | None, max_size: int | None) -> bytes:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafePathError(f"{what}: not a regular file")
+        raise UnsafePathError(f"{what if isinstance(what, str) else what()}: not a regular file")
     if max_size is not None and st.st_size > max_size:
-        raise QConsoleError(f"{what}: {st.st_size} bytes, more than the {max_size} this file may have")
+        raise QConsoleError(f"{what if isinstance(what, str) else what()}: {st.st_size} bytes, "
+                            f"more than the {max_size} this file may have")
     want = st.st_size if limit is None else min(limit, st.st_size)
     chunks = []
     got = 0
