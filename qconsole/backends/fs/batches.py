@@ -40,7 +40,6 @@ from ...errors import QConsoleError
 from . import safety
 from .claims import (BATCH, CLAIM, TMP, Claim, Owned, Placement, RecoverReport, new_token, owned_name,
                      owner_alive, parse_owned, _claim_problem, _is_reg)
-from .listing import QC_TEMP_PREFIX
 
 #: messages per batch (one journal each); bounded so a journal stays well below its cap
 BATCH_SIZE = 256
@@ -387,4 +386,4 @@ def _links_live(c: safety.Confined, dest_dir: str, final: str, tmp: str) -> bool
                for n in c.listdir(dest_dir) if n == final or (n.startswith(head) and not n.endswith(".new")))
 
 
-__all__ = ["BatchWriter", "BATCH_SIZE", "recover_batches", "drop_tmp", "QC_TEMP_PREFIX"]
+__all__ = ["BatchWriter", "BATCH_SIZE", "recover_batches", "drop_tmp"]
