@@ -247,3 +247,46 @@ def test_vsqs_move_clash_check_per_batch_replaces_a_clashing_id(tmp_path, monkey
     assert not [n for n in names if n.endswith(".new")]
     found, odd = inventory(root, "vsqs")
     assert not odd and set(found) == expected | {"held-by-a-consumer"} and set(found.values()) == {1}
+
+
+def test_a_garbled_journal_of_a_real_crash_changes_nothing(tmp_path):
+    """A VSQS move killed right after its first commit, its journal then garbled: recover
+    reports it and changes nothing (putting the claim back would make a duplicate, since the
+    committed copy has a new id); with the journal mended, recover finishes the batch."""
+    from qconsole.backends.fs import safety
+
+    root, expected = _root(tmp_path, "vsqs")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            real = safety.Confined.unlink
+
+            def dies_at_first_claim_drop(self, path):
+                if ".qconsole-claim-" in path:
+                    os._exit(9)  # the first entry is committed, its claim not yet dropped
+                return real(self, path)
+
+            safety.Confined.unlink = dies_at_first_claim_drop
+            _ops(root).move("src", "dst", all_=True)
+        finally:
+            os._exit(0)
+    _pid, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 9
+    src = os.path.join(root, "src")
+    journal = [n for n in os.listdir(src) if n.startswith(".qconsole-batch-")]
+    assert len(journal) == 1
+    jpath = os.path.join(src, journal[0])
+    good = open(jpath, "rb").read()
+    with open(jpath, "wb") as fh:
+        fh.write(good[: len(good) // 2])  # garbled
+    listing = lambda: {d: sorted(os.listdir(os.path.join(root, d))) for d in ("src", "dst")}  # noqa: E731
+    before = listing()
+    rep = _ops(root).recover()
+    assert len(rep.problems) == 1 and "batch journal" in rep.problems[0], rep.problems
+    assert not rep.restored and not rep.completed and not rep.removed_temp
+    assert listing() == before
+    found, _odd = inventory(root, "vsqs")
+    assert set(found.values()) <= {1}  # nothing live twice
+    with open(jpath, "wb") as fh:
+        fh.write(good)
+    _settled(root, "vsqs", expected)

@@ -24,7 +24,8 @@ cleaned (a leftover tmp link goes); commit source still there -> not committed: 
 goes, the claim is put back; commit source gone and the copy live -> committed: the claim
 goes ("live": ddmq, the final name carries the claimed message's id; VSQS, the tmp still
 links a live name of the final id). Anything else is reported and left alone. Killed before step 3: no journal, so :func:`.claims.recover`'s per-token rules
-apply (nothing was committed). A journal that does not validate is reported and left alone.
+apply (nothing was committed). A journal that does not validate is reported in one line and
+left alone, with everything else its process left (without its entries nothing can be judged).
 """
 
 from __future__ import annotations
@@ -262,11 +263,17 @@ def recover_batches(c: safety.Confined, root: str, found: Found, *, force: bool,
     entries are taken out of ``found``, so the per-token rules see only what no journal names.
     ``msg_id``: when given, a committed copy must carry its source's id (ddmq keeps ids)."""
     rel = lambda d, n: os.path.relpath(os.path.join(d, n), root)  # noqa: E731
+    # a journal that cannot be read or trusted names no entries we could rely on: everything
+    # its process left is left alone (per-token rules would put back a claim whose VSQS copy
+    # was committed under a new id: a duplicate)
+    blocked: set[tuple[str, int]] = set()
     for key in sorted(k for k, items in found.items() if any(o.kind == BATCH for _d, _n, o in items)):
         items = found.pop(key)
         journals = [(d, n, o) for d, n, o in items if o.kind == BATCH]
         if len(journals) != 1 or any(o.kind not in (BATCH, TMP) for _d, _n, o in items):
-            report.problems.append(f"{rel(*items[0][:2])}: a batch journal's token names other leftovers; left alone")
+            report.problems.append(f"{rel(*items[0][:2])}: a batch journal's token names other leftovers; "
+                                   "they and their process's leftovers left alone")
+            blocked.add(key[:2])
             continue
         jd, jn, jo = journals[0]
         jst = c.lstat(os.path.join(jd, jn))
@@ -275,11 +282,14 @@ def recover_batches(c: safety.Confined, root: str, found: Found, *, force: bool,
         except (OSError, ValueError, QConsoleError, RecursionError) as err:
             why = err.strerror if isinstance(err, OSError) and err.strerror else str(err) or "unreadable"
             report.problems.append(f"{rel(jd, jn)}: batch journal unreadable ({why.splitlines()[0][:120]}); "
-                                   "left alone")
+                                   "it and its process's leftovers left alone")
+            blocked.add((jo.host, jo.pid))
             continue
         why = _journal_problem(c, root, jd, doc, jo, is_message)
         if why:
-            report.problems.append(f"{rel(jd, jn)}: batch journal does not validate ({why}); left alone")
+            report.problems.append(f"{rel(jd, jn)}: batch journal does not validate ({why}); "
+                                   "it and its process's leftovers left alone")
+            blocked.add((jo.host, jo.pid))
             continue
         entries = doc["entries"]
         # the entries' claims and tmps were made by the journal's own process
@@ -304,6 +314,8 @@ def recover_batches(c: safety.Confined, root: str, found: Found, *, force: bool,
                 report.removed_temp.append(rel(d, n))
         if settled:
             c.unlink(os.path.join(jd, jn))
+    for key in [k for k in found if k[:2] in blocked]:
+        found.pop(key)
 
 
 def _recover_entry(c: safety.Confined, root: str, jdir: str, dest_dir: str, e: dict[str, Any],
