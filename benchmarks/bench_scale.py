@@ -32,7 +32,12 @@ own comparable action on the same tree, messages per second:
 * ``purge --yes`` (to the trash, and ``--no-trash``) vs ddmq ``purge_queue`` / a VSQS
   listdir+unlink loop (vsqs 0.3 has no purge and its ``delete`` only works in-process);
 * ``move SRC DEST --all`` vs the clients' get/publish/remove loop;
-* ``trash restore`` vs a bare ``os.rename`` loop.
+* ``trash restore`` vs a bare ``os.rename`` loop;
+* ``delete Q ID... --yes`` (trash and ``--no-trash``) vs a listdir+unlink loop, at most
+  ``--delete-n`` ids (they go on the command line, which Linux caps at 2 MB).
+
+With ``--baseline QCONSOLE`` each bulk round also times that qconsole (an older checkout's)
+on a fresh tree of its own: before/after figures from the same rounds.
 
 Trees are written with os.open/os.write (not the clients: far too slow at 1M) and cached
 under ``--cache`` (default /tmp/qc-scale) between runs; stats trees hold empty files (a
