@@ -219,6 +219,14 @@ class DdmqBackend(FileBackend):
         w = layout.parse_work(name)
         return layout.waiting_name(w[1], w[2], f"{w[3]}") if w else None
 
+    def ready_target(self, relpath: str) -> tuple[str, str] | None:
+        name = relpath.rpartition("/")[2]
+        w = layout.parse_waiting(name)
+        if w:
+            return name, w[2]
+        k = layout.parse_work(name)
+        return (layout.waiting_name(k[1], k[2], k[3]), k[3]) if k else None
+
     def message_id(self, name: str) -> str | None:
         parsed = layout.parse_waiting(name) or layout.parse_work(name)
         return parsed[-1] if parsed else None

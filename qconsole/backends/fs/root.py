@@ -366,7 +366,13 @@ class FileBackend(Backend):
     def trash_restore(self, batch: str) -> tuple[list[str], list[tuple[str, str]]]:
         from . import trash
 
-        return trash.restore(self.path, batch, self.ready_name, self.message_id, self.is_queue_dir, self.tick)
+        return trash.restore(self.path, batch, self.ready_target, self.message_id, self.is_queue_dir, self.tick)
+
+    def ready_target(self, relpath: str) -> tuple[str, str] | None:
+        """(ready name, id) a trashed file comes back as; layouts parse the name once."""
+        target = self.ready_name(relpath)
+        mid = self.message_id(target) if target else None
+        return (target, mid) if target and mid else None
 
     #: whether a requeued/moved copy keeps its message's id (recover checks a committed one)
     moves_keep_ids = False

@@ -113,7 +113,7 @@ def created_at(batch: str, doc: dict[str, Any]) -> float:
     return named
 
 
-def _files(c: safety.Confined, batch: str) -> list[tuple[str, str]]:
+def _files(c: safety.Confined, batch: str, ordered: bool = True) -> list[tuple[str, str]]:
     """(queue, relpath) of every regular file in a batch (links and specials are not files)."""
     out: list[tuple[str, str]] = []
     top = os.path.join(batch_dir(c.root, batch), FILES)
@@ -125,7 +125,7 @@ def _files(c: safety.Confined, batch: str) -> list[tuple[str, str]]:
         for sub in ("", "work"):
             d = os.path.join(top, q, sub) if sub else os.path.join(top, q)
             try:
-                entries = sorted(c.entries(d))
+                entries = sorted(c.entries(d)) if ordered else c.entries(d)
             except (OSError, QConsoleError):
                 continue
             for n, kind in entries:
@@ -200,12 +200,12 @@ def _lock_alive(c: safety.Confined, path: str) -> bool:
 # --------------------------------------------------------------------------- restore / empty
 
 
-def restore(root: str, batch: str, ready_name: Callable[[str], str | None], msg_id: Callable[[str], str | None],
-            is_queue: Callable[[str], bool],
+def restore(root: str, batch: str, ready_target: Callable[[str], tuple[str, str] | None],
+            msg_id: Callable[[str], str | None], is_queue: Callable[[str], bool],
             tick: Callable[[int, int], None] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
     """Move a batch back: (restored queue/names, [(relpath, reason)]).
 
-    ``ready_name``: the layout's ready name for a trashed relpath (None: not a message name);
+    ``ready_target``: the layout's (ready name, id) for a trashed relpath (None: not a message);
     ``msg_id``: the id a queue file name carries (None: not a message); ``is_queue``: whether
     a queue directory is one of this layout; ``tick(done, total)``: progress.
     """
@@ -216,7 +216,7 @@ def restore(root: str, batch: str, ready_name: Callable[[str], str | None], msg_
             raise OperationError(f"no trash batch {batch!r} (see qconsole trash list)")
         lock = _lock(c, batch, "restore")
         try:
-            files = _files(c, batch)
+            files = _files(c, batch, ordered=False)  # the order of a restore does not matter
             # one directory of the batch at a time: the queue checked and listed, both
             # directories opened once (not per message)
             groups: dict[tuple[str, str], list[str]] = {}
@@ -239,7 +239,7 @@ def restore(root: str, batch: str, ready_name: Callable[[str], str | None], msg_
                     if tick is not None:
                         tick(len(done) + len(skipped), len(files))
                     rel = f"{sub}/{name}" if sub else name
-                    reason = _restore_one(c, pair, qdir, queue, rel, name, ready_name, msg_id, ids, done)
+                    reason = _restore_one(c, pair, qdir, queue, rel, name, ready_target, ids, done)
                     if reason:
                         skipped.append((rel, reason))
             _tidy(c, batch)
@@ -261,12 +261,12 @@ def _queue_problem(c: safety.Confined, root: str, queue: str, is_queue: Callable
 
 
 def _restore_one(c: safety.Confined, pair: safety.DirPair, qdir: str, queue: str, rel: str, name: str,
-                 ready_name: Callable[[str], str | None], msg_id: Callable[[str], str | None],
+                 ready_target: Callable[[str], tuple[str, str] | None],
                  ids: dict[str, list[str]], done: list[str]) -> str | None:
-    target = ready_name(rel)
-    mid = msg_id(target) if target else None
-    if target is None or mid is None:
+    tm = ready_target(rel)
+    if tm is None:
         return "not a message name"
+    target, mid = tm
     st = pair.lstat(name)
     if st is None:
         return "gone (restored or emptied meanwhile)"
@@ -361,12 +361,15 @@ def empty(root: str, older_than_s: float | None, tick: Callable[[int, int], None
 
 
 def require_batch(root: str, batch: str | None) -> str:
-    batches = list_batches(root)
-    if not batches:
-        raise OperationError("the trash is empty")
-    if batch is None:
-        return max(batches, key=lambda b: (b.created_at, b.batch)).batch
-    if not isinstance(batch, str) or not BATCH_RE.fullmatch(batch) or batch not in {b.batch for b in batches}:
+    """The batch named (or the newest): names and manifests only, no batch's files listed
+    (listing every batch's 100k files twice was a third of a restore)."""
+    with safety.Confined(root) as c:
+        names = batch_names(c)
+        if not names:
+            raise OperationError("the trash is empty")
+        if batch is None:
+            return max(names, key=lambda b: (created_at(b, read_manifest(c, b)), b))
+    if not isinstance(batch, str) or not BATCH_RE.fullmatch(batch) or batch not in names:
         raise OperationError(f"no trash batch {batch!r} (see qconsole trash list)")
     return batch
 

@@ -75,6 +75,10 @@ class VsqsBackend(FileBackend):
         parsed = layout.parse_name(relpath.rpartition("/")[2])
         return parsed[1] if parsed and parsed[0] != WRITING_KIND else None
 
+    def ready_target(self, relpath: str) -> tuple[str, str] | None:
+        parsed = layout.parse_name(relpath.rpartition("/")[2])
+        return (parsed[1], parsed[1]) if parsed and parsed[0] != WRITING_KIND else None
+
     def message_id(self, name: str) -> str | None:
         parsed = layout.parse_name(name)
         return parsed[1] if parsed else None
