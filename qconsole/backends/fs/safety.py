@@ -515,6 +515,25 @@ class DirPair:
         except FileNotFoundError:  # an NFS retransmit of a rename that happened says ENOENT
             return self.dst_lstat(new_name) is not None and self.lstat(name) is None
 
+    def rename_noreplace(self, name: str, new_name: str) -> bool:
+        """Atomic rename that never replaces: ``renameat2(RENAME_NOREPLACE)`` (one call),
+        else a check then a rename (the old way: a window the clients' own renames share).
+        False when ``name`` was gone; FileExistsError when ``new_name`` exists."""
+        check_name(name)
+        check_name(new_name)
+        err = _renameat2_noreplace(self.sfd, name, self.dfd, new_name)
+        if err == 0:
+            return True
+        if err == errno.EEXIST:
+            raise FileExistsError(errno.EEXIST, "exists", new_name)
+        if err == errno.ENOENT:
+            return self.dst_lstat(new_name) is not None and self.lstat(name) is None  # an NFS retransmit
+        if err not in _NO_RENAMEAT2:
+            raise OSError(err, os.strerror(err), name)
+        if self.dst_lstat(new_name) is not None:
+            raise FileExistsError(errno.EEXIST, "exists", new_name)
+        return self.rename(name, new_name)
+
     def move_noclobber(self, name: str, new_name: str) -> bool:
         """:meth:`Confined.link_noclobber` between the two directories (link, then unlink:
         never over another file; on ext4 no slower than a cross-directory rename, which
@@ -544,6 +563,32 @@ class DirPair:
         except FileNotFoundError:
             pass
         return True
+
+
+#: errno meaning "no renameat2/RENAME_NOREPLACE here" (old kernel or libc, NFS, a filter)
+_NO_RENAMEAT2 = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM})
+_RENAMEAT2: Any = None  # None: not looked up yet; False: unavailable
+
+
+def _renameat2_noreplace(sfd: int, name: str, dfd: int, new_name: str) -> int:
+    """0, or the errno of ``renameat2(sfd, name, dfd, new_name, RENAME_NOREPLACE)``."""
+    global _RENAMEAT2
+    if _RENAMEAT2 is None:
+        try:
+            import ctypes
+
+            fn = ctypes.CDLL(None, use_errno=True).renameat2
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            fn.restype = ctypes.c_int
+            _RENAMEAT2 = (fn, ctypes.get_errno)
+        except (OSError, AttributeError, ImportError):
+            _RENAMEAT2 = False
+    if _RENAMEAT2 is False:
+        return errno.ENOSYS
+    fn, get_errno = _RENAMEAT2
+    if fn(sfd, os.fsencode(name), dfd, os.fsencode(new_name), 1) == 0:  # 1: RENAME_NOREPLACE
+        return 0
+    return get_errno()
 
 
 def _rel(root: str, path: str) -> str:

@@ -57,9 +57,10 @@ class VsqsBackend(FileBackend):
         out: list[tuple[str, str | None]] = []
         with safety.Confined(self.path) as c:
             live = writes.live_names(c, qdir, {m.id for m in msgs})
+            pair = c.pair(qdir, qdir)  # the queue directory opened once for every rename
             for msg in msgs:
                 self.tick(len(out), len(msgs))
-                reason = writes.requeue(c, qdir, msg.id, msg.relpath, live)
+                reason = writes.requeue(c, qdir, msg.id, msg.relpath, live, pair)
                 # someone requeued it first: it is ready, as asked
                 out.append((msg.id, None if reason == ALREADY_READY else reason))
         return out

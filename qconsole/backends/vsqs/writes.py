@@ -142,13 +142,14 @@ def live_names(c: safety.Confined, queue_dir: str, ids: set[str]) -> dict[str, l
 
 
 def requeue(c: safety.Confined, queue_dir: str, mid: str, relpath: str,
-            live: dict[str, list[str]] | None = None) -> str | None:
+            live: dict[str, list[str]] | None = None, pair: safety.DirPair | None = None) -> str | None:
     """Rename ``<id>.<deadline>`` back to ``<id>``; None when done, else the skip reason.
 
     Never over another file: when the id is live under another name already (``<id>``, or a
     second ``<id>.<deadline>``), the message is left as it is. ``live``: :func:`live_names`
-    of the batch (kept up to date here); the ready name is still checked right before the
-    rename, since a consumer may have requeued the message itself since that listing.
+    of the batch (kept up to date here); the ready name is still checked at the rename (one
+    atomic no-replace rename with ``pair``, the queue directory opened once; else a check
+    right before it), since a consumer may have requeued the message itself since that listing.
     """
     if "." not in relpath:
         return ALREADY_READY
@@ -159,9 +160,21 @@ def requeue(c: safety.Confined, queue_dir: str, mid: str, relpath: str,
         names = [n for n in c.listdir(queue_dir) if n == mid or n.startswith(mid + ".")]
     else:
         names = list(live.get(mid, ()))
-        if mid not in names and c.lexists(dst):
+        if pair is None and mid not in names and c.lexists(dst):
             names.append(mid)
     others = [n for n in names if n != relpath]
+    if pair is not None and not others:
+        try:
+            moved = pair.rename_noreplace(relpath, mid)
+        except FileExistsError:  # <id> appeared since the listing
+            if not c.lexists(src):
+                return ALREADY_READY  # a consumer requeued it itself meanwhile
+            return f"{CHANGED}: id {mid} is also live as {mid}; left as it was"
+        if moved:
+            if live is not None:
+                live[mid] = [mid]
+            return None
+        return ALREADY_READY if c.lexists(dst) else CHANGED
     if others:
         if mid in others and not c.lexists(src):
             return ALREADY_READY  # a consumer requeued it itself meanwhile
