@@ -32,7 +32,12 @@ own comparable action on the same tree, messages per second:
 * ``purge --yes`` (to the trash, and ``--no-trash``) vs ddmq ``purge_queue`` / a VSQS
   listdir+unlink loop (vsqs 0.3 has no purge and its ``delete`` only works in-process);
 * ``move SRC DEST --all`` vs the clients' get/publish/remove loop;
-* ``trash restore`` vs a bare ``os.rename`` loop.
+* ``trash restore`` vs a bare ``os.rename`` loop;
+* ``delete Q ID... --yes`` (trash and ``--no-trash``) vs a listdir+unlink loop, at most
+  ``--delete-n`` ids (they go on the command line, which Linux caps at 2 MB).
+
+With ``--baseline QCONSOLE`` each bulk round also times that qconsole (an older checkout's)
+on a fresh tree of its own: before/after figures from the same rounds.
 
 Trees are written with os.open/os.write (not the clients: far too slow at 1M) and cached
 under ``--cache`` (default /tmp/qc-scale) between runs; stats trees hold empty files (a
@@ -454,18 +459,39 @@ def bulk_case(label: str, n: int, reps: int, setup, ours: list[str], theirs: lis
     if not _wanted(label):
         return None
     t_ours: list[float] = []
+    t_base: list[float] = []
     t_theirs: list[float] = []
     for _ in range(reps):
         setup()
         t_ours.append(run(ours, env=env).secs)
         if check:
             check()
+        if BASELINE:
+            setup()
+            t_base.append(run(_as_baseline(ours), env=env).secs)
+            if check:
+                check()
         setup()
         t_theirs.append(run(theirs, env=env).secs)
     a, b = _rate(n, t_ours), _rate(n, t_theirs)
-    print(f"    {label:38} {n:>7,} msgs: qconsole {a:8,.0f}/s   {theirs_label} {b:8,.0f}/s   = {a / b:5.2f}x",
-          flush=True)
-    return {"op": label, "n": n, "qconsole_per_s": a, "client": theirs_label, "client_per_s": b}
+    print(f"    {label:38} {n:>7,} msgs: qconsole {a:8,.0f}/s   {theirs_label} {b:8,.0f}/s   = {a / b:5.2f}x"
+          f"{_base_note(n, t_base, b)}  [load {os.getloadavg()[0]:.1f}]", flush=True)
+    row = {"op": label, "n": n, "qconsole_per_s": a, "client": theirs_label, "client_per_s": b}
+    if t_base:
+        row["baseline_per_s"] = _rate(n, t_base)
+    return row
+
+
+def _as_baseline(argv: list[str]) -> list[str]:
+    """The same qconsole command run by --baseline's console script."""
+    return [BASELINE, *argv[1:]] if BASELINE and argv and argv[0] == QCONSOLE else argv
+
+
+def _base_note(n: int, t_base: list[float], client_rate: float) -> str:
+    if not t_base:
+        return ""
+    r = _rate(n, t_base)
+    return f"   (baseline {r:8,.0f}/s = {r / client_rate:5.2f}x)"
 
 
 def bench_bulk(args: argparse.Namespace) -> list[dict]:
@@ -516,6 +542,8 @@ def bench_bulk(args: argparse.Namespace) -> list[dict]:
                 qc("purge", "q", "--yes", *extra), [sys.executable, "-c", client], label,
                 check=lambda lay=layout: left(lay, "q", 0), env=env))
         out.append(_restore_case(base, root, layout, builder, n, reps, qc, env))
+    for layout, builder in (("ddmq", build_expired_ddmq), ("vsqs", build_expired_vsqs)):
+        out.append(_delete_case(base, root, layout, builder, min(n, args.delete_n), reps, qc, env))
     move_n = min(n, args.move_client_n)
     out.append(bulk_case(
         "ddmq move --all (ready)", move_n, reps,
@@ -538,11 +566,16 @@ def _restore_case(base: str, root: str, layout: str, builder, n: int, reps: int,
     if not _wanted(f"{layout} trash restore"):
         return None
     t_ours: list[float] = []
+    t_base: list[float] = []
     t_theirs: list[float] = []
     for _ in range(reps):
         builder(_fresh(base, "root"), n // 2, ready=n - n // 2)
         run(qc("purge", "q", "--yes"), env=env)
         t_ours.append(run(qc("trash", "restore"), env=env).secs)
+        if BASELINE:
+            builder(_fresh(base, "root"), n // 2, ready=n - n // 2)
+            run(qc("purge", "q", "--yes"), env=env)
+            t_base.append(run(_as_baseline(qc("trash", "restore")), env=env).secs)
         builder(_fresh(base, "root"), n // 2, ready=n - n // 2)
         src = os.path.join(root, "q")  # ddmq: the waiting files (work/ stays): a floor per file
         dst = os.path.join(root, "moved")
@@ -550,9 +583,53 @@ def _restore_case(base: str, root: str, layout: str, builder, n: int, reps: int,
         t_theirs.append(run([sys.executable, "-c", RENAME_LOOP.format(src=src, dst=dst)]).secs)
     a, b = _rate(n, t_ours), _rate(n - (n // 2 if layout == "ddmq" else 0), t_theirs)
     print(f"    {layout + ' trash restore':38} {n:>7,} msgs: qconsole {a:8,.0f}/s   bare rename loop {b:8,.0f}/s"
-          f"   = {a / b:5.2f}x", flush=True)
-    return {"op": f"{layout} trash restore", "n": n, "qconsole_per_s": a, "client": "bare rename loop",
-            "client_per_s": b}
+          f"   = {a / b:5.2f}x{_base_note(n, t_base, b)}  [load {os.getloadavg()[0]:.1f}]", flush=True)
+    row = {"op": f"{layout} trash restore", "n": n, "qconsole_per_s": a, "client": "bare rename loop",
+           "client_per_s": b}
+    if t_base:
+        row["baseline_per_s"] = _rate(n, t_base)
+    return row
+
+
+def _delete_case(base: str, root: str, layout: str, builder, n: int, reps: int, qc, env) -> dict | None:
+    """``delete Q ID... --yes`` of every ready message (ids on the command line, so at most
+    --delete-n: argv is capped at 2 MB) vs a bare listdir+unlink loop over the same files."""
+    if not _wanted(f"{layout} delete"):
+        return None
+    qdir = os.path.join(root, "q")
+    t: dict[str, list[float]] = {"trash": [], "no-trash": [], "client": [], "trash base": [], "no-trash base": []}
+    for _ in range(reps):
+        for how in ("trash", "no-trash", *(("trash base", "no-trash base") if BASELINE else ())):
+            builder(_fresh(base, "root"), 0, ready=n)
+            ids = sorted(os.listdir(qdir))
+            if layout == "ddmq":
+                ids = [i for i in ids if ".ddmq" in i]
+                ids = [i.rpartition(".ddmq")[2] for i in ids]
+            extra = ["--no-trash"] if how.startswith("no-trash") else []
+            argv = qc("delete", "q", *ids, "--yes", *extra)
+            t[how].append(run(_as_baseline(argv) if how.endswith("base") else argv, env=env).secs)
+            assert not [x for x in os.listdir(qdir) if x not in ("ddmq.yaml", "work")], "delete left messages"
+        builder(_fresh(base, "root"), 0, ready=n)
+        t["client"].append(run([sys.executable, "-c", UNLINK_LOOP.format(d=qdir)]).secs)
+    c = _rate(n, t["client"])
+    rows = []
+    for how in ("trash", "no-trash"):
+        a = _rate(n, t[how])
+        label = f"{layout} delete IDS{' --no-trash' if how == 'no-trash' else ''}"
+        tb = t[f"{how} base"]
+        print(f"    {label:38} {n:>7,} msgs: qconsole {a:8,.0f}/s   listdir+unlink {c:8,.0f}/s   = {a / c:5.2f}x"
+              f"{_base_note(n, tb, c)}  [load {os.getloadavg()[0]:.1f}]", flush=True)
+        rows.append({"op": label, "n": n, "qconsole_per_s": a, "client": "listdir+unlink", "client_per_s": c,
+                     **({"baseline_per_s": _rate(n, tb)} if tb else {})})
+    return {"op": f"{layout} delete", "rows": rows}
+
+
+UNLINK_LOOP = (
+    "import os\n"
+    "d = {d!r}\n"
+    "for n in os.listdir(d):\n"
+    "    if '.ddmq' in n or n.isdigit(): os.unlink(os.path.join(d, n))\n"
+)
 
 
 # --------------------------------------------------------------------------- main
@@ -574,9 +651,12 @@ def main() -> None:
     ap.add_argument("--bulk-reps", type=int, default=3)
     ap.add_argument("--move-client-n", type=int, default=20_000,
                     help="move size (the VSQS client lists the destination per publish: O(n^2))")
+    ap.add_argument("--delete-n", type=int, default=40_000,
+                    help="delete size (ids go on the command line, which Linux caps at 2 MB)")
     ap.add_argument("--json", help="write every figure to this file")
     ap.add_argument("--qconsole", help="the qconsole console script to time (default: this venv's)")
-    ap.add_argument("--baseline", help="another qconsole console script timed in the same rounds (before/after)")
+    ap.add_argument("--baseline", help="another qconsole console script timed in the same rounds (before/after; "
+                    "bulk operations too)")
     ap.add_argument("--ops", default="", help="only bulk cases whose label holds one of these comma-separated words")
     args = ap.parse_args()
     if args.qconsole:  # e.g. an older checkout's venv, for before/after figures

@@ -82,11 +82,18 @@ class Operations:
         return result
 
     def _pick(self, scan: QueueScan, ids: list[str]) -> list[Message]:
-        """Every id must exist (checked before anything changes)."""
+        """Every id must exist (checked before anything changes). One index of the scan for
+        all ids: a lookup per id in the list made deleting 40k ids of a 100k queue quadratic."""
+        index: dict[str, Message] = {}
+        for m in scan.messages or ():  # first match wins, as find_message's scan order
+            for key in (m.id, m.relpath, m.name):
+                index.setdefault(key, m)
         msgs = []
         seen = set()
         for ident in ids:
-            msg = find_message(scan, ident)
+            msg = index.get(ident) if isinstance(ident, str) else None
+            if msg is None:
+                msg = find_message(scan, ident)  # raises MessageNotFoundError with its message
             if msg.id not in seen:
                 seen.add(msg.id)
                 msgs.append(msg)

@@ -192,6 +192,101 @@ case("journal-is-symlink-to-outside", cls="state",
      plant=lambda w: (plant_claimed_message(w, "11bcc0d3", None), os.symlink(w.o("notes.txt"), w.p("jobs", journal_name("11bcc0d3")))),
      argv=["recover", "--force"], codes=(0, 1))
 
+# ---- batch journals (one per batch of requeued/moved messages; see fs/batches.py)
+
+
+def batch_name(token: str, pid: int = DEAD_PID, host: str = HOST) -> str:
+    return f"{QC}batch-{host}-{pid}-{token}"
+
+
+def tmp_name(token: str, pid: int = DEAD_PID) -> str:
+    return f"{QC}tmp-{HOST}-{pid}-{token}"
+
+
+def batch_doc(w: World, src: str, **over) -> dict:
+    """A journal of one entry (claim token c1a1b001) moving ``src`` of jobs into other."""
+    final = vsqs_id(900) if w.layout == "vsqs" else f"999.{NOW_S}000001.ddmq{900:032x}"
+    entry = {"token": "c1a1b001", "src": src, "commit_from": tmp_name("c1a1b001"), "final": final,
+             "tmp": tmp_name("c1a1b001")}
+    entry.update(over.pop("entry", {}))
+    doc = {"schema": "qconsole.batch/1", "token": "b0b0b001", "dest": "other", "entries": [entry]}
+    doc.update(over)
+    return doc
+
+
+def plant_batch(doc, *, claim: bool = True, where: str = "jobs", pid: int = DEAD_PID, extra=None):
+    """A claimed ready message of jobs (token c1a1b001) and a batch journal ``doc`` beside it."""
+    def plant(w: World) -> None:
+        name = first_ready(w)
+        if claim:
+            os.rename(w.p("jobs", name), w.p("jobs", claim_name("c1a1b001", enc(name), pid)))
+        d = doc(w, name) if callable(doc) else doc
+        w.write(f"{where}/{batch_name('b0b0b001', pid)}".lstrip("/"),
+                d if isinstance(d, bytes) else json.dumps(d))
+        if extra:
+            extra(w, name)
+    return plant
+
+
+def batch_case(id: str, doc, *, claim: bool = True, where: str = "jobs", keep_all: bool = False, extra=None,
+               argv=("recover", "--force"), codes=(1,), layouts=BOTH, **kw) -> None:
+    """recover with a planted batch journal: one problem line, the journal left byte for byte
+    (``keep_all``: the whole root), no message lost or live twice (the harness's checks)."""
+    pid = kw.pop("pid", DEAD_PID)
+    jrel = f"{where}/{batch_name('b0b0b001', pid)}".lstrip("/")
+    keep = ("*",) if keep_all else (jrel, *kw.pop("keep", ()))
+
+    def one_problem(w, res, before, after) -> None:
+        if 1 in codes and res.code == 1:
+            assert res.stdout.count("batch journal") >= 1 or "left alone" in res.stdout, res.stdout
+    case(id, layouts=layouts, cls="state", plant=plant_batch(doc, claim=claim, where=where, extra=extra, pid=pid),
+         argv=list(argv), codes=codes, keep=keep, check=one_problem, **kw)
+
+
+batch_case("batch-torn", b'{"schema": "qconsole.batch/1", "token": "b0b0b0', claim=False, keep_all=True)
+batch_case("batch-not-an-object", b"[1, 2, 3]", claim=False, keep_all=True)
+batch_case("batch-binary", b"\x00\xff\x1b[31m" * 50, claim=False, keep_all=True)
+batch_case("batch-too-big", b"[" + b"1," * (1 << 20) + b"1]", claim=False, keep_all=True)
+batch_case("batch-deep", b"[" * 100_000 + b"]" * 100_000, claim=False, keep_all=True)
+batch_case("batch-wrong-schema", lambda w, n: batch_doc(w, n, schema="qconsole.batch/9"), claim=False, keep_all=True)
+batch_case("batch-token-not-its-name", lambda w, n: batch_doc(w, n, token="b0b0b002"), claim=False, keep_all=True)
+batch_case("batch-no-entries", lambda w, n: batch_doc(w, n, entries=[]), claim=False, keep_all=True)
+batch_case("batch-entries-not-list", lambda w, n: batch_doc(w, n, entries={"a": 1}), claim=False, keep_all=True)
+batch_case("batch-too-many-entries", lambda w, n: batch_doc(w, n, entries=[batch_doc(w, n)["entries"][0]] * 5000),
+           claim=False, keep_all=True)
+batch_case("batch-dest-dotdot", lambda w, n: batch_doc(w, n, dest="../outside"))
+batch_case("batch-dest-absolute", lambda w, n: batch_doc(w, n, dest=w.outside))
+batch_case("batch-dest-dot-qconsole", lambda w, n: batch_doc(w, n, dest=".qconsole"))
+batch_case("batch-dest-missing", lambda w, n: batch_doc(w, n, dest="nope"))
+batch_case("batch-src-traversal", lambda w, n: batch_doc(w, n, entry={"src": "../../outside/notes.txt"}))
+batch_case("batch-src-absolute", lambda w, n: batch_doc(w, n, entry={"src": w.o("notes.txt")}))
+batch_case("batch-commit-from-traversal", lambda w, n: batch_doc(w, n, entry={"commit_from": "../../outside/notes.txt"}))
+batch_case("batch-commit-from-audit-log", lambda w, n: batch_doc(w, n, entry={"commit_from": "audit.log"}))
+batch_case("batch-final-traversal", lambda w, n: batch_doc(w, n, entry={"final": "../../outside/x"}))
+batch_case("batch-final-not-a-message", lambda w, n: batch_doc(w, n, entry={"final": "ddmq.yaml"}))
+batch_case("batch-tmp-other-token", lambda w, n: batch_doc(w, n, entry={"tmp": tmp_name("c1a1b002"),
+                                                                       "commit_from": tmp_name("c1a1b002")}))
+batch_case("batch-token-not-hex", lambda w, n: batch_doc(w, n, entry={"token": "../../x"}))
+batch_case("batch-duplicate-token", lambda w, n: batch_doc(w, n, entries=[batch_doc(w, n)["entries"][0]] * 2))
+batch_case("batch-entry-not-object", lambda w, n: batch_doc(w, n, entries=["x"]))
+batch_case("batch-in-root-dir", lambda w, n: batch_doc(w, n), where="", claim=False)
+batch_case("batch-is-symlink-to-outside", None, claim=False, keep_all=True,
+           extra=lambda w, n: w.link(f"jobs/{batch_name('b0b0b001')}", w.o("notes.txt")))
+batch_case("batch-is-fifo", None, claim=False, keep_all=True,
+           extra=lambda w, n: w.fifo(f"jobs/{batch_name('b0b0b001')}"))
+# a valid journal whose entry is "committed" only by its say-so: the claim is never dropped
+batch_case("batch-claims-commit-onto-another-live-message",
+           lambda w, n: batch_doc(w, n, entry={"final": first_ready(w, "other")}))
+# ... nor does a VSQS entry's commit_from name a client's <id>.new being written
+batch_case("batch-commit-from-a-clients-new", lambda w, n: batch_doc(w, n, entry={"commit_from": vsqs_id(901) + ".new",
+                                                                                 "final": vsqs_id(901)}),
+           layouts=("vsqs",), keep=(f"other/{vsqs_id(901)}.new",),
+           extra=lambda w, n: (w.write(f"other/{vsqs_id(901)}.new", "being-written"),
+                               w.write(f"other/{tmp_name('c1a1b001')}", "our-copy")))
+# a live operator's batch: recover without --force touches nothing
+batch_case("batch-live-owner", lambda w, n: batch_doc(w, n), pid=1, argv=("recover",), codes=(0,), keep_all=True)
+
+
 # ---- the trash and its manifests
 
 

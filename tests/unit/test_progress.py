@@ -5,10 +5,12 @@ from __future__ import annotations
 import io
 import os
 
+import pytest
+
 from ops_inventory import inventory
 from peers import ddmq_broker
 from qconsole.backends import open_target
-from qconsole.backends.fs import claims
+from qconsole.backends.fs import batches, claims
 from qconsole.cli import ops as cli_ops
 from qconsole.ops import Operations
 
@@ -68,15 +70,16 @@ def test_an_error_mid_batch_puts_every_claimed_message_back(tmp_path, monkeypatc
         b.publish("q", t, clean=False)
     b.consume("q", n=20, clean=False)
     calls = {"n": 0}
-    real = claims.sync_files
+    real = batches._sync_close
 
-    def failing(paths):
+    def failing(fd):
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] == 10:  # in the second batch of 8
+            os.close(fd)
             raise OSError(28, "No space left on device")
-        return real(paths)
+        return real(fd)
 
-    monkeypatch.setattr(claims, "sync_files", failing)
+    monkeypatch.setattr(batches, "_sync_close", failing)
     monkeypatch.setattr(type(open_target(root)), "REQUEUE_BATCH", 8)
     try:
         _ops(root).requeue("q", all_held=True)
@@ -89,3 +92,69 @@ def test_an_error_mid_batch_puts_every_claimed_message_back(tmp_path, monkeypatc
     scan = open_target(root).scan_queue("q")
     assert scan.counts["ready"] == 8 and scan.counts["inflight"] + scan.counts["expired"] == 12
     assert scan.counts["writing"] == 0  # no claim, tmp or journal left behind
+
+
+def _vsqs_root(tmp_path, n: int) -> str:
+    root = str(tmp_path / "v")
+    for q in ("q", "dest"):
+        os.makedirs(os.path.join(root, q))
+    ops = _ops(root)
+    ops.publish("q", [f"v-{i}".encode() for i in range(n)])
+    return root
+
+
+def _ddmq_root(tmp_path, n: int) -> str:
+    root = str(tmp_path / "d")
+    b = ddmq_broker(root, "q", "dest")
+    for i in range(n):
+        b.publish("q", f"d-{i}", clean=False)
+    return root
+
+
+def _hold_all(root: str, layout: str) -> None:
+    if layout == "ddmq":
+        ddmq_broker(root).consume("q", n=10_000, clean=False)
+        return
+    qdir = os.path.join(root, "q")
+    for name in [x for x in os.listdir(qdir) if x.isdigit()]:
+        os.rename(os.path.join(qdir, name), os.path.join(qdir, f"{name}.1"))  # expired long ago
+
+
+@pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
+def test_every_bulk_operation_reports_progress(tmp_path, layout):
+    """requeue, delete, purge (trash and not), move, trash restore, trash empty and publish all
+    call the progress hook with the operation's total, up to the end."""
+    n = 40
+    root = (_vsqs_root if layout == "vsqs" else _ddmq_root)(tmp_path, n)
+
+    def run(what, fn) -> None:
+        ops = _ops(root)
+        seen: list[tuple[int, int]] = []
+        ops.root.progress = lambda done, total: seen.append((done, total))
+        fn(ops)
+        assert seen, f"{what}: no progress"
+        assert {t for _d, t in seen} == {n}, (what, seen[:3])
+        dones = [d for d, _t in seen]
+        assert dones == sorted(dones) and dones[-1] >= n - 1, (what, dones[-3:])
+
+    ids = lambda: [m.id for m in open_target(root).scan_queue("q", collect=True).messages]  # noqa: E731
+    _hold_all(root, layout)
+    run("requeue", lambda ops: ops.requeue("q", all_held=True))
+    run("move", lambda ops: ops.move("q", "dest", all_=True))
+    run("move back", lambda ops: ops.move("dest", "q", all_=True))
+    run("purge", lambda ops: ops.purge("q"))
+    run("trash restore", lambda ops: ops.trash_restore())
+    run("delete", lambda ops: ops.delete("q", ids()))
+    run("trash restore", lambda ops: ops.trash_restore())
+    run("purge", lambda ops: ops.purge("q"))
+    run("trash empty", lambda ops: ops.trash_empty())
+    run("publish", lambda ops: ops.publish("q", [b'"x"'] * n))
+    run("delete --no-trash", lambda ops: ops.delete("q", ids(), trash=False))
+
+
+def test_claim_tokens_never_repeat_within_a_process():
+    """300k tokens (a 100k requeue needs one per message, plus journals): all distinct, and
+    each is 8 hex digits as recover's parser wants (random 32-bit tokens repeat here)."""
+    toks = [claims.new_token() for _ in range(300_000)]
+    assert len(set(toks)) == len(toks)
+    assert all(len(t) == 8 and int(t, 16) >= 0 for t in toks[:1000])

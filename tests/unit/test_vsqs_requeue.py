@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from qconsole.backends import open_target
 from qconsole.backends.fs import safety
 from qconsole.backends.vsqs import writes
@@ -48,3 +50,26 @@ def test_a_ready_name_that_appears_after_the_listing_is_not_overwritten(tmp_path
     assert why and "also live as" in why
     assert (q / str(BASE)).read_text() == "a consumer's own requeue, or a planted file"
     assert (q / held).read_text() == "held"
+
+
+@pytest.mark.parametrize("renameat2", [True, False])
+def test_the_one_call_no_replace_rename_never_overwrites_a_late_ready_name(tmp_path, monkeypatch, renameat2):
+    """The bulk path (the queue directory opened once, renameat2(RENAME_NOREPLACE), or a check
+    then a rename where the file system has none) leaves a ready name that appeared after the
+    listing alone, and requeues the rest."""
+    if not renameat2:
+        monkeypatch.setattr(safety, "_RENAMEAT2", False)
+    q = tmp_path / "q"
+    q.mkdir()
+    held = f"{BASE}.{PAST}"
+    (q / held).write_text("held")
+    (q / f"{BASE + 1}.{PAST}").write_text("other")
+    with safety.Confined(str(tmp_path)) as c:
+        live = writes.live_names(c, str(q), {str(BASE), str(BASE + 1)})
+        (q / str(BASE)).write_text("a consumer's own requeue, or a planted file")
+        pair = c.pair(str(q), str(q))
+        why = writes.requeue(c, str(q), str(BASE), held, live, pair)
+        ok = writes.requeue(c, str(q), str(BASE + 1), f"{BASE + 1}.{PAST}", live, pair)
+    assert why and "also live as" in why and ok is None
+    assert (q / str(BASE)).read_text() == "a consumer's own requeue, or a planted file"
+    assert (q / held).read_text() == "held" and (q / str(BASE + 1)).read_text() == "other"

@@ -40,6 +40,7 @@ class DdmqBackend(FileBackend):
     title = "ddmq"
     module = layout
     short_id_chars = 12  # of 32 random hex digits: unique in practice
+    moves_keep_ids = True  # requeue and move keep the id of the file name
     capabilities = FileBackend.capabilities | {SETTINGS, PRIORITIES, WRITING, CREATE_QUEUE, REDELIVERY_COUNT}
     publish_options = (
         Option("priority", "int", "Priority (lower first; default from settings).", minimum=0, short="-p"),
@@ -160,12 +161,11 @@ class DdmqBackend(FileBackend):
 
         return _checked(conf.get("priority", DEFAULTS["priority"]), what)
 
-    #: messages whose copies share one durability barrier (see claims.transfer_prepared)
-    REQUEUE_BATCH = 128
-
     def requeue(self, queue: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
+        """Claim each expired/in-flight message, write what ddmq's requeue publishes to a tmp,
+        commit in batches under one journal each (:mod:`..fs.batches`)."""
         from ...errors import QConsoleError
-        from ..fs import claims, safety
+        from ..fs import batches, claims, safety
         from ..results import CONSUMED
         from . import writes
 
@@ -173,45 +173,35 @@ class DdmqBackend(FileBackend):
         # settings read once per operation, validated as publish validates a priority
         prio = _checked(self._conf(queue).get("requeue_prio", 0), "the queue's requeue_prio")
         out: list[tuple[str, str | None]] = []
-        batch: list[tuple[str, claims.Claim, claims.Placement]] = []
         with safety.Confined(self.path) as c:
             gid = c.dir_gid(qdir)
-
-            def commit_batch() -> None:
-                claims.transfer_prepared(queue, [(cl, p) for _id, cl, p in batch])
-                out.extend((mid, None) for mid, _c, _p in batch)
-                batch.clear()
-
-            try:
+            with batches.BatchWriter(c, qdir, queue, size=self.REQUEUE_BATCH) as writer:
                 for msg in msgs:
-                    self.tick(len(out) + len(batch), len(msgs))
+                    self.tick(len(out) + len(writer), len(msgs))
                     claim = claims.Claim(c, qdir, msg.relpath)
                     if not claim.acquire():
                         out.append((msg.id, CONSUMED))  # the consumer acked (or ddmq's clean() requeued) it first
                         continue
                     try:
-                        body = writes.decode(claim.read(), msg.relpath)
-                        new = writes.requeued_body(body, queue, prio, msg.relpath)
+                        new = writes.requeued_body(writes.decode(claim.read(), msg.relpath), queue, prio, msg.relpath)
                     except (QConsoleError, OSError) as err:
                         claim.restore()
                         why = str(err) if isinstance(err, QConsoleError) else err.strerror
                         out.append((msg.id, f"left as it was: {why}"))
                         continue
                     try:
-                        tmp = claims.write_tmp(c, qdir, writes.encode(new), claim.token, gid, sync=False)
+                        placement, fd = writes.place(c, qdir, new, claim.token, gid)
                     except BaseException:
-                        c.unlink(os.path.join(qdir, claims.owned_name(claims.TMP, claim.token)))
+                        batches.drop_tmp(c, qdir, claim.token)
                         claim.restore()
                         raise
-                    batch.append((msg.id, claim, claims.Placement(qdir, tmp, new["filename"], tmp)))
-                    if len(batch) >= self.REQUEUE_BATCH:
-                        commit_batch()
-                commit_batch()
-            except BaseException:
-                claims.undo_prepared([(cl, p) for _id, cl, p in batch])  # claimed, not committed: put back
-                raise
+                    out.extend((mid, None) for mid in writer.add(msg.id, claim, placement, fd))
+                out.extend((mid, None) for mid in writer.flush())
         self.tick(len(msgs), len(msgs))
         return out
+
+    #: messages per batch journal (see fs.batches)
+    REQUEUE_BATCH = 256
 
     def move_placer(self, c: Any, dest: str, dest_dir: str) -> Any:
         from . import writes
@@ -219,11 +209,13 @@ class DdmqBackend(FileBackend):
         # DEST's settings are validated as publish validates them, before anything is claimed
         dprio = self.default_priority(self._conf(dest), f"{dest}'s default priority")
 
-        def placer_for(msg: Message, data: bytes) -> Any:
-            body = writes.moved_body(writes.decode(data, msg.relpath), dest, dprio, msg.relpath)
-            return writes.placer(c, dest_dir, body)
+        gid = c.dir_gid(dest_dir)
 
-        return placer_for
+        def place(msg: Message, data: bytes, token: str) -> Any:
+            body = writes.moved_body(writes.decode(data, msg.relpath), dest, dprio, msg.relpath)
+            return writes.place(c, dest_dir, body, token, gid)
+
+        return place, None
 
     def ready_name(self, relpath: str) -> str | None:
         name = relpath.rpartition("/")[2]
@@ -231,6 +223,14 @@ class DdmqBackend(FileBackend):
             return name
         w = layout.parse_work(name)
         return layout.waiting_name(w[1], w[2], f"{w[3]}") if w else None
+
+    def ready_target(self, relpath: str) -> tuple[str, str] | None:
+        name = relpath.rpartition("/")[2]
+        w = layout.parse_waiting(name)
+        if w:
+            return name, w[2]
+        k = layout.parse_work(name)
+        return (layout.waiting_name(k[1], k[2], k[3]), k[3]) if k else None
 
     def message_id(self, name: str) -> str | None:
         parsed = layout.parse_waiting(name) or layout.parse_work(name)

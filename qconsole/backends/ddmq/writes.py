@@ -132,12 +132,11 @@ def moved_body(body: dict[str, Any], dest: str, fallback_prio: int, relpath: str
     return out
 
 
-def placer(c: safety.Confined, queue_dir: str, body: dict[str, Any]):  # -> Callable[[bytes, str], Placement]
-    def prepare(_data: bytes, token: str) -> Placement:
-        tmp = write_tmp(c, queue_dir, encode(body), token)
-        return Placement(queue_dir, tmp, body["filename"], tmp)
+def place(c: safety.Confined, queue_dir: str, body: dict[str, Any], token: str, gid: int) -> tuple[Placement, int]:
+    """``body`` written to the claim's tmp in ``queue_dir``: its placement (the commit renames
+    the tmp to the message name) and the tmp's open descriptor (synced with its batch)."""
+    tmp, fd = write_tmp(c, queue_dir, encode(body), token, gid)
+    return Placement(queue_dir, tmp, body["filename"], tmp), fd
 
-    return prepare
 
-
-__all__ = ["publish_body", "new_body", "requeued_body", "moved_body", "placer"]
+__all__ = ["publish_body", "new_body", "requeued_body", "moved_body", "place"]

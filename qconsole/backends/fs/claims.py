@@ -5,23 +5,20 @@ A claim is the message file renamed, in its own directory, to
 ``.qconsole-claim-<host>-<pid>-<token>-<relpath>`` (``/`` -> ``+``, ``.`` -> ``,``, so the name
 never contains ``.ddmq`` and no client lists it). While claimed, no consumer can take it.
 
-Moving it somewhere (ddmq requeue, move) goes:
+Moving it somewhere (ddmq requeue, move) goes in batches (:mod:`.batches`): claim, write the
+new copy to ``.qconsole-tmp-<host>-<pid>-<token>`` in the destination (VSQS: also hard-linked
+to an exclusive ``<id>.new``), fsync, one journal per batch, commit renames, clean up.
 
-1. claim (rename; ENOENT = a consumer got there first);
-2. write the new file to ``.qconsole-tmp-<host>-<pid>-<token>`` in the destination, fsync;
-   for VSQS also hard-link it to ``<id>.new`` (an exclusive create, then the clash check);
-3. write a journal ``.qconsole-journal-...-<token>`` beside the claim naming the commit rename;
-4. commit: rename the tmp (ddmq) or ``<id>.new`` (VSQS) to its final name;
-5. remove the tmp link, the claim, the journal.
-
-After a SIGKILL at any point, :func:`recover` decides from what is left: no journal, or the
-journal's commit source still there -> not committed: drop the new copy, put the claim back;
-commit source gone -> committed: drop the claim. Every message ends in exactly one place.
+:func:`recover` puts back what a killed qconsole left: batch journals first
+(:func:`.batches.recover_batches`), then, per token, what no batch journal names -- including
+the per-message journals ``.qconsole-journal-...-<token>`` an older qconsole wrote (one per
+message, beside its claim: no journal, or its commit source still there -> not committed:
+drop the new copy, put the claim back; commit source gone -> committed: drop the claim).
+Every message ends in exactly one place.
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
@@ -38,8 +35,8 @@ from ...errors import QConsoleError
 from .listing import QC_TEMP_PREFIX
 from . import safety
 
-CLAIM, TMP, JOURNAL, CFG = "claim", "tmp", "journal", "cfg"
-KINDS = (CLAIM, TMP, JOURNAL, CFG)
+CLAIM, TMP, JOURNAL, CFG, BATCH = "claim", "tmp", "journal", "cfg", "batch"
+KINDS = (CLAIM, TMP, JOURNAL, CFG, BATCH)
 HOST = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:6]
 #: another host's leftovers are only recovered when they are at least this old (seconds)
 FOREIGN_HOST_GRACE = 300.0
@@ -47,8 +44,19 @@ _TOKEN_RE = re.compile(r"[0-9a-f]{8}")
 _HOST_RE = re.compile(r"[0-9a-f]{6}")
 
 
+_TOKENS: dict[str, int] = {"pid": -1, "next": 0}
+
+
 def new_token() -> str:
-    return secrets.token_hex(4)
+    """8 hex digits, unique within this process: a counter from a random start (random
+    tokens repeat: 100k of 32 bits do with odds of 2 in 3, and two claims of one batch then
+    shared a tmp name). Other processes' names differ by host and pid."""
+    pid = os.getpid()
+    if _TOKENS["pid"] != pid:  # a forked child starts its own sequence
+        _TOKENS["pid"], _TOKENS["next"] = pid, secrets.randbits(32)
+    n = _TOKENS["next"]
+    _TOKENS["next"] = (n + 1) & 0xFFFFFFFF
+    return f"{n:08x}"
 
 
 def encode_rel(relpath: str) -> str:
@@ -139,7 +147,6 @@ class Claim:
         self.dir = os.path.join(queue_dir, sub) if sub else queue_dir
         self.src = os.path.join(queue_dir, relpath)
         self.path = os.path.join(self.dir, owned_name(CLAIM, self.token, relpath))
-        self.journal = os.path.join(self.dir, owned_name(JOURNAL, self.token))
 
     def acquire(self) -> bool:
         """Take the message; False when it is gone (consumed, acked or moved meanwhile)."""
@@ -153,136 +160,16 @@ class Claim:
         """Put the message back where it was (never over another file)."""
         return self.c.link_noclobber(self.path, self.src)
 
-    def release(self) -> None:
-        self.c.unlink(self.path)
-        self.c.unlink(self.journal)
-
-    def write_journal(self, dest_queue: str, placement: Placement) -> None:
-        doc = {
-            "token": self.token, "src": self.relpath, "dest": dest_queue,
-            "commit_from": placement.commit_from, "final": placement.final, "tmp": placement.tmp,
-        }
-        # written whole before the commit; a torn journal means "not committed" to recover()
-        self.c.write_new(self.journal, json.dumps(doc).encode(), sync=False)
 
 
-def transfer(
-    claim: Claim,
-    dest_queue: str,
-    dest_dir: str,
-    prepare: Callable[[bytes, str], Placement],
-    data: bytes,
-) -> None:
-    """Steps 2-5 for a claimed message: prepare, journal, commit, clean up.
+def write_tmp(c: safety.Confined, dest_dir: str, data: bytes, token: str, gid: int) -> tuple[str, int]:
+    """The new copy under a name no client lists; (its base name, its descriptor, still open:
+    :class:`.batches.BatchWriter` fsyncs and closes it with the rest of its batch).
 
-    On any error before the commit the new copy is removed and the claim put back, then
-    the error propagates; the message is never lost.
-    """
-    c = claim.c
-    placement: Placement | None = None
-    try:
-        placement = prepare(data, claim.token)
-        safety.check_name(placement.final, "message name")
-        claim.write_journal(dest_queue, placement)
-    except BaseException:
-        if placement is not None:
-            _drop_placement(c, placement)
-        else:
-            c.unlink(os.path.join(dest_dir, owned_name(TMP, claim.token)))
-        c.unlink(claim.journal)
-        claim.restore()
-        raise
-    src = os.path.join(placement.dest_dir, placement.commit_from)
-    dst = os.path.join(placement.dest_dir, placement.final)
-    if not c.rename(src, dst):  # only we know the tmp/.new name: it cannot vanish
-        raise OSError(errno.ENOENT, "commit rename lost its source", src)
-    if placement.tmp and placement.tmp != placement.commit_from:
-        c.unlink(os.path.join(placement.dest_dir, placement.tmp))
-    claim.release()
-
-
-def _drop_placement(c: safety.Confined, p: Placement) -> None:
-    c.unlink(os.path.join(p.dest_dir, p.commit_from))
-    if p.tmp:
-        c.unlink(os.path.join(p.dest_dir, p.tmp))
-
-
-def write_tmp(c: safety.Confined, dest_dir: str, data: bytes, token: str, gid: int | None = None, *,
-              sync: bool = True) -> str:
-    """The new copy under a name no client lists (step 2); returns its base name.
-
-    ``gid``: the destination's group when the caller already has it (one stat per operation,
-    not per message); ``sync=False`` leaves the fsync to :func:`transfer_prepared`'s barrier.
+    ``gid``: the destination's group (one stat per operation, not per message).
     """
     name = owned_name(TMP, token)
-    c.write_new(os.path.join(dest_dir, name), data, c.dir_gid(dest_dir) if gid is None else gid, sync=sync)
-    return name
-
-
-# --------------------------------------------------------------------------- transfers in batches
-
-#: fsyncs in flight at once in :func:`sync_files`
-SYNC_THREADS = 16
-
-
-def _fsync_path(path: str) -> None:
-    # read-only, never through a link: an fsync changes nothing in the tree
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def sync_files(paths: list[str]) -> None:
-    """fsync every file, several at once: concurrent fsyncs share the file system's journal
-    commits (one commit per file is what makes a per-message fsync the cost of a requeue)."""
-    if len(paths) < 2:
-        for path in paths:
-            _fsync_path(path)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(min(SYNC_THREADS, len(paths))) as pool:
-        list(pool.map(_fsync_path, paths))  # list(): re-raises the first error
-
-
-def undo_prepared(entries: list[tuple[Claim, Placement]]) -> None:
-    """Uncommitted transfers undone: each copy removed, each message put back where it was."""
-    for claim, placement in entries:
-        _drop_placement(claim.c, placement)
-        claim.c.unlink(claim.journal)
-        claim.restore()
-
-
-def transfer_prepared(dest_queue: str, entries: list[tuple[Claim, Placement]]) -> None:
-    """Steps 3-5 for a batch of claimed messages whose copies are written but not yet synced.
-
-    One durability barrier for the whole batch (:func:`sync_files`) instead of an fsync per
-    message, then for each: journal, commit rename, clean up -- the same per-message protocol
-    as :func:`transfer`, so :func:`recover` treats a killed batch message by message. On an
-    error, the entries not committed yet are undone and the error propagates.
-    """
-    if not entries:
-        return
-    c = entries[0][0].c
-    committed = 0
-    try:
-        sync_files([os.path.join(p.dest_dir, p.tmp) for _c, p in entries if p.tmp])
-        for claim, placement in entries:
-            safety.check_name(placement.final, "message name")
-            claim.write_journal(dest_queue, placement)
-            src = os.path.join(placement.dest_dir, placement.commit_from)
-            if not c.rename(src, os.path.join(placement.dest_dir, placement.final)):
-                committed += 1  # as transfer(): left with its journal for recover to judge
-                raise OSError(errno.ENOENT, "commit rename lost its source", src)
-            committed += 1
-            if placement.tmp and placement.tmp != placement.commit_from:
-                c.unlink(os.path.join(placement.dest_dir, placement.tmp))
-            claim.release()
-    except BaseException:
-        undo_prepared(entries[committed:])
-        raise
+    return name, c.write_new_open(os.path.join(dest_dir, name), data, gid)
 
 
 # --------------------------------------------------------------------------- recovery
@@ -297,9 +184,12 @@ class RecoverReport:
     problems: list[str] = field(default_factory=list)
 
 
-def _scan_dirs(c: safety.Confined, queue_dirs: list[str]) -> dict[str, list[tuple[str, str, Owned]]]:
-    """token -> [(dir, name, owned)] over every queue directory and its work/."""
-    found: dict[str, list[tuple[str, str, Owned]]] = {}
+Key = tuple[str, int, str]  # (host, pid, token): tokens are unique per process only
+
+
+def _scan_dirs(c: safety.Confined, queue_dirs: list[str]) -> dict[Key, list[tuple[str, str, Owned]]]:
+    """(host, pid, token) -> [(dir, name, owned)] over every queue directory and its work/."""
+    found: dict[Key, list[tuple[str, str, Owned]]] = {}
     for qdir in queue_dirs:
         for d in (qdir, os.path.join(qdir, "work")):
             try:
@@ -309,7 +199,7 @@ def _scan_dirs(c: safety.Confined, queue_dirs: list[str]) -> dict[str, list[tupl
             for name in names:
                 owned = parse_owned(name)
                 if owned is not None:
-                    found.setdefault(owned.token, []).append((d, name, owned))
+                    found.setdefault((owned.host, owned.pid, owned.token), []).append((d, name, owned))
     return found
 
 
@@ -365,23 +255,30 @@ def _journal_problem(c: safety.Confined, root: str, doc: dict, owned: Owned, cla
 
 def recover(root_path: str, queue_dirs: list[str], *, force: bool = False,
             is_message: Callable[[str], bool] = lambda _n: True,
-            id_live: Callable[[safety.Confined, str, str], bool] = lambda _c, _q, _n: False) -> RecoverReport:
+            id_live: Callable[[safety.Confined, str, str], bool] = lambda _c, _q, _n: False,
+            msg_id: Callable[[str], str | None] | None = None) -> RecoverReport:
     """Finish or undo what killed qconsole processes left in these queue directories.
 
     Everything found is validated first -- names strictly, journals field by field, files
     must be regular files -- and whatever does not validate is reported and left alone.
     ``is_message``: whether a name is a message name of the layout; ``id_live(c, qdir, name)``:
-    whether the id that message name carries is live in ``qdir`` in any state.
+    whether the id that message name carries is live in ``qdir`` in any state; ``msg_id``: the
+    id of a message name, when a layout's transfers keep ids (a committed copy must carry it).
     """
+    from .batches import recover_batches
+
     report = RecoverReport()
     now = time.time()
     with safety.Confined(root_path) as c:
-        for token, items in sorted(_scan_dirs(c, queue_dirs).items()):
+        found = _scan_dirs(c, queue_dirs)
+        recover_batches(c, root_path, found, force=force, now=now, is_message=is_message, id_live=id_live,
+                        msg_id=msg_id, report=report)
+        for key, items in sorted(found.items()):
             try:
                 _recover_token(c, root_path, items, force, now, is_message, id_live, report)
             except (OSError, QConsoleError) as err:
                 why = err.strerror if isinstance(err, OSError) else str(err)
-                report.problems.append(f"leftovers of {token}: {why}; left in place")
+                report.problems.append(f"leftovers of {key[2]}: {why}; left in place")
     return report
 
 

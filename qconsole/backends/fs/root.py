@@ -273,13 +273,20 @@ class FileBackend(Backend):
         with safety.Confined(self.path) as c:
             filling = trash.Filling(c, action, queue, self.kind, user) if use_trash else None
             items: list[dict[str, Any]] = []
+            # per sub-directory (the queue, work/) both directories opened once, not per message
+            pairs: dict[str, safety.DirPair] = {}
             try:
                 for m in msgs:
                     self.tick(len(outcomes), len(msgs))
-                    src = os.path.join(qdir, safety.check_relpath(m.relpath))
+                    sub, _, name = safety.check_relpath(m.relpath).rpartition("/")
+                    pair = pairs.get(sub)
+                    if pair is None:
+                        src_dir = os.path.join(qdir, sub) if sub else qdir
+                        pair = pairs[sub] = c.pair(src_dir, os.path.dirname(filling.path(m.relpath))
+                                                   if filling else src_dir)
                     if filling:
                         try:
-                            ok = c.rename(src, filling.path(m.relpath))
+                            ok = pair.rename(name, name)
                         except OSError as err:
                             if err.errno == errno.EXDEV:  # the queue is another mount than the root
                                 raise OperationError(f"{queue}: the trash is on another file system; "
@@ -288,17 +295,21 @@ class FileBackend(Backend):
                         if ok:
                             items.append({"queue": queue, "relpath": m.relpath, "id": m.id})
                     else:
-                        ok = c.unlink(src)
+                        ok = pair.unlink(name)
                     outcomes.append((m.id, None if ok else CHANGED))
             finally:
                 # published under its name only now, complete; removed when nothing went in
                 batch = filling.finish(items) if filling else None
         return outcomes, batch
 
+    #: messages per batch journal of a move (see fs.batches)
+    MOVE_BATCH = 256
+
     def move(self, src: str, dest: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
-        """Claim each message, place a copy in ``dest`` by the layout's protocol, commit."""
+        """Claim each message, place a copy in ``dest`` by the layout's protocol, commit in
+        batches under one journal each (:mod:`.batches`)."""
         from ...errors import QConsoleError
-        from . import claims, safety
+        from . import batches, claims, safety
         from ..results import CHANGED
 
         src_dir = self.require_queue(src)
@@ -307,27 +318,35 @@ class FileBackend(Backend):
         # oldest first, whatever their state, so DEST keeps the order they were published in
         msgs = sorted(msgs, key=lambda m: (m.created_at or 0.0, m.id))
         with safety.Confined(self.path) as c:
-            placer_for = self.move_placer(c, dest, dest_dir)  # refuses bad DEST settings before any claim
-            for msg in msgs:
-                self.tick(len(outcomes), len(msgs))
-                claim = claims.Claim(c, src_dir, msg.relpath)
-                if not claim.acquire():
-                    outcomes.append((msg.id, CHANGED))
-                    continue
-                try:
-                    data = claim.read()
-                    prepare = placer_for(msg, data)
-                except (QConsoleError, OSError) as err:
-                    claim.restore()
-                    why = str(err) if isinstance(err, QConsoleError) else err.strerror
-                    outcomes.append((msg.id, f"left as it was: {why}"))
-                    continue
-                claims.transfer(claim, dest, dest_dir, prepare, data)
-                outcomes.append((msg.id, None))
+            place, check = self.move_placer(c, dest, dest_dir)  # refuses bad DEST settings before any claim
+            with batches.BatchWriter(c, src_dir, dest, size=self.MOVE_BATCH, check=check) as writer:
+                for msg in msgs:
+                    self.tick(len(outcomes) + len(writer), len(msgs))
+                    claim = claims.Claim(c, src_dir, msg.relpath)
+                    if not claim.acquire():
+                        outcomes.append((msg.id, CHANGED))
+                        continue
+                    try:
+                        data = claim.read()
+                        placement, fd = place(msg, data, claim.token)
+                    except (QConsoleError, OSError) as err:
+                        batches.drop_tmp(c, dest_dir, claim.token)
+                        claim.restore()
+                        why = str(err) if isinstance(err, QConsoleError) else err.strerror
+                        outcomes.append((msg.id, f"left as it was: {why}"))
+                        continue
+                    except BaseException:
+                        batches.drop_tmp(c, dest_dir, claim.token)
+                        claim.restore()
+                        raise
+                    outcomes.extend((mid, None) for mid in writer.add(msg.id, claim, placement, fd))
+                outcomes.extend((mid, None) for mid in writer.flush())
+        self.tick(len(msgs), len(msgs))
         return outcomes
 
     def move_placer(self, c: Any, dest: str, dest_dir: str) -> Any:
-        """``(msg, data) -> prepare`` for :func:`.claims.transfer` into ``dest``."""
+        """``(place, check)``: ``place(msg, data, token) -> (Placement, fd)`` writes the copy
+        for ``dest``; ``check(entries)`` runs before each batch's journal (or None)."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ trash / recovery
@@ -347,7 +366,16 @@ class FileBackend(Backend):
     def trash_restore(self, batch: str) -> tuple[list[str], list[tuple[str, str]]]:
         from . import trash
 
-        return trash.restore(self.path, batch, self.ready_name, self.message_id, self.is_queue_dir, self.tick)
+        return trash.restore(self.path, batch, self.ready_target, self.message_id, self.is_queue_dir, self.tick)
+
+    def ready_target(self, relpath: str) -> tuple[str, str] | None:
+        """(ready name, id) a trashed file comes back as; layouts parse the name once."""
+        target = self.ready_name(relpath)
+        mid = self.message_id(target) if target else None
+        return (target, mid) if target and mid else None
+
+    #: whether a requeued/moved copy keeps its message's id (recover checks a committed one)
+    moves_keep_ids = False
 
     def message_id(self, name: str) -> str | None:
         """The id a queue file name carries in any state (None: not a message name)."""
@@ -374,7 +402,7 @@ class FileBackend(Backend):
     def trash_empty(self, older_than_s: float | None) -> list[str]:
         from . import trash
 
-        return trash.empty(self.path, older_than_s)
+        return trash.empty(self.path, older_than_s, self.tick)
 
     def recover(self, *, force: bool = False) -> Any:
         """Put back what killed qconsole processes left claimed (see :mod:`.claims`)."""
@@ -386,7 +414,8 @@ class FileBackend(Backend):
         dirs = [self.path] + [os.path.join(self.path, n) for n in names]
         dirs += [os.path.join(trash.trash_dir(self.path), b.batch) for b in trash.list_batches(self.path)]
         report = claims.recover(self.path, dirs, force=force,
-                                is_message=lambda n: self.message_id(n) is not None, id_live=self.id_live)
+                                is_message=lambda n: self.message_id(n) is not None, id_live=self.id_live,
+                                msg_id=self.message_id if self.moves_keep_ids else None)
         report.completed.extend(f"trash batch {b} (its purge was killed)" for b in published)
         return report
 

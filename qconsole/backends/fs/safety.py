@@ -30,6 +30,7 @@ from ...errors import QConsoleError, QueueNameError, SettingsError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -287,6 +288,10 @@ class Confined:
         finally:
             os.close(f)
 
+    def sync_dir(self, path: str) -> None:
+        """fsync a directory below the root: the names made in it are durable."""
+        os.fsync(self.dir(path))
+
     def dir_gid(self, path: str) -> int:
         return os.fstat(self.dir(path)).st_gid
 
@@ -302,7 +307,7 @@ class Confined:
                 raise UnsafePathError(f"{_rel(self.root, path)}: a symlink; not followed") from None
             raise
         try:
-            return _read_fd(f, _rel(self.root, path), limit, max_size)
+            return _read_fd(f, lambda: _rel(self.root, path), limit, max_size)  # named only in an error
         finally:
             os.close(f)
 
@@ -337,6 +342,10 @@ class Confined:
     def same_file(self, a: str, b: str) -> bool:
         sa, sb = self.lstat(a), self.lstat(b)
         return sa is not None and sb is not None and (sa.st_ino, sa.st_dev) == (sb.st_ino, sb.st_dev)
+
+    def pair(self, src_dir: str, dst_dir: str) -> DirPair:
+        """Two directories opened once, for moving many names from one to the other."""
+        return DirPair(self.dir(src_dir), self.dir(dst_dir), self)
 
     def link_noclobber(self, src: str, dst: str) -> bool:
         """Move ``src`` to ``dst`` without ever replacing a ``dst`` (link, then unlink).
@@ -421,6 +430,18 @@ class Confined:
             raise
         os.close(f)
 
+    def write_new_open(self, path: str, data: bytes, gid: int | None = None) -> int:
+        """Create ``path`` exclusively and write it; the descriptor stays open for the caller
+        to fsync and close (a batch syncs many at once). Removed again on failure."""
+        f = self.create_exclusive(path, gid)
+        try:
+            write_all(f, data)
+        except BaseException:
+            os.close(f)
+            self.unlink(path)
+            raise
+        return f
+
     def replace_file(self, path: str, data: bytes, tmp_name: str, *, mode: int | None = None) -> None:
         """Write ``tmp_name`` beside ``path``, fsync, rename over ``path`` (a link there is
         replaced, never written through)."""
@@ -444,15 +465,130 @@ class Confined:
             self.unlink(tmp)
             raise
 
-    def rmtree(self, path: str) -> None:
-        """Remove a directory tree below the root; links inside are removed, never followed."""
+    def rmtree(self, path: str, removed: Callable[[], None] | None = None) -> None:
+        """Remove a directory tree below the root; links inside are removed, never followed.
+        ``removed()`` is called after each file (a progress line)."""
         for name, kind in self.entries(path):
             child = os.path.join(path, name)
             if kind == "dir":
-                self.rmtree(child)
+                self.rmtree(child, removed)
             else:
                 self.unlink(child)
+                if removed is not None:
+                    removed()
         self.rmdir(path)
+
+
+class DirPair:
+    """A source and a destination directory of one :class:`Confined` (opened once, never
+    through a link): a bulk restore moves each name with one call instead of walking two
+    paths per message."""
+
+    def __init__(self, sfd: int, dfd: int, c: Confined) -> None:
+        self.sfd, self.dfd, self.c = sfd, dfd, c
+
+    def lstat(self, name: str) -> os.stat_result | None:
+        try:
+            return os.stat(check_name(name), dir_fd=self.sfd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def dst_lstat(self, name: str) -> os.stat_result | None:
+        try:
+            return os.stat(check_name(name), dir_fd=self.dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def unlink(self, name: str) -> bool:
+        """Remove a name of the source directory (a link itself, never its target)."""
+        try:
+            os.unlink(check_name(name), dir_fd=self.sfd)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def rename(self, name: str, new_name: str) -> bool:
+        """:meth:`Confined.rename` between the two directories (False: ``name`` was gone)."""
+        try:
+            os.rename(check_name(name), check_name(new_name), src_dir_fd=self.sfd, dst_dir_fd=self.dfd)
+            return True
+        except FileNotFoundError:  # an NFS retransmit of a rename that happened says ENOENT
+            return self.dst_lstat(new_name) is not None and self.lstat(name) is None
+
+    def rename_noreplace(self, name: str, new_name: str) -> bool:
+        """Atomic rename that never replaces: ``renameat2(RENAME_NOREPLACE)`` (one call),
+        else a check then a rename (the old way: a window the clients' own renames share).
+        False when ``name`` was gone; FileExistsError when ``new_name`` exists."""
+        check_name(name)
+        check_name(new_name)
+        err = _renameat2_noreplace(self.sfd, name, self.dfd, new_name)
+        if err == 0:
+            return True
+        if err == errno.EEXIST:
+            raise FileExistsError(errno.EEXIST, "exists", new_name)
+        if err == errno.ENOENT:
+            return self.dst_lstat(new_name) is not None and self.lstat(name) is None  # an NFS retransmit
+        if err not in _NO_RENAMEAT2:
+            raise OSError(err, os.strerror(err), name)
+        if self.dst_lstat(new_name) is not None:
+            raise FileExistsError(errno.EEXIST, "exists", new_name)
+        return self.rename(name, new_name)
+
+    def move_noclobber(self, name: str, new_name: str) -> bool:
+        """:meth:`Confined.link_noclobber` between the two directories (link, then unlink:
+        never over another file; on ext4 no slower than a cross-directory rename, which
+        serialises on the file system's rename lock)."""
+        check_name(name)
+        check_name(new_name)
+        try:
+            os.link(name, new_name, src_dir_fd=self.sfd, dst_dir_fd=self.dfd, follow_symlinks=False)
+        except FileExistsError:
+            a, b = self.lstat(name), self.dst_lstat(new_name)
+            if a is None or b is None or (a.st_ino, a.st_dev) != (b.st_ino, b.st_dev):
+                return False
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            if self.dst_lstat(new_name) is not None:  # no hard links here: a checked rename
+                return False
+            try:
+                os.rename(name, new_name, src_dir_fd=self.sfd, dst_dir_fd=self.dfd)
+                return True
+            except FileNotFoundError:
+                return False
+        try:
+            os.unlink(name, dir_fd=self.sfd)
+        except FileNotFoundError:
+            pass
+        return True
+
+
+#: errno meaning "no renameat2/RENAME_NOREPLACE here" (old kernel or libc, NFS, a filter)
+_NO_RENAMEAT2 = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM})
+_RENAMEAT2: Any = None  # None: not looked up yet; False: unavailable
+
+
+def _renameat2_noreplace(sfd: int, name: str, dfd: int, new_name: str) -> int:
+    """0, or the errno of ``renameat2(sfd, name, dfd, new_name, RENAME_NOREPLACE)``."""
+    global _RENAMEAT2
+    if _RENAMEAT2 is None:
+        try:
+            import ctypes
+
+            fn = ctypes.CDLL(None, use_errno=True).renameat2
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            fn.restype = ctypes.c_int
+            _RENAMEAT2 = (fn, ctypes.get_errno)
+        except (OSError, AttributeError, ImportError):
+            _RENAMEAT2 = False
+    if _RENAMEAT2 is False:
+        return errno.ENOSYS
+    fn, get_errno = _RENAMEAT2
+    if fn(sfd, os.fsencode(name), dfd, os.fsencode(new_name), 1) == 0:  # 1: RENAME_NOREPLACE
+        return 0
+    return get_errno()
 
 
 def _rel(root: str, path: str) -> str:
@@ -476,12 +612,13 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _read_fd(fd: int, what: str, limit: int | None, max_size: int | None) -> bytes:
+def _read_fd(fd: int, what: str | Callable[[], str], limit: int | None, max_size: int | None) -> bytes:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafePathError(f"{what}: not a regular file")
+        raise UnsafePathError(f"{what if isinstance(what, str) else what()}: not a regular file")
     if max_size is not None and st.st_size > max_size:
-        raise QConsoleError(f"{what}: {st.st_size} bytes, more than the {max_size} this file may have")
+        raise QConsoleError(f"{what if isinstance(what, str) else what()}: {st.st_size} bytes, "
+                            f"more than the {max_size} this file may have")
     want = st.st_size if limit is None else min(limit, st.st_size)
     chunks = []
     got = 0

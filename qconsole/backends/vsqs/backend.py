@@ -57,9 +57,10 @@ class VsqsBackend(FileBackend):
         out: list[tuple[str, str | None]] = []
         with safety.Confined(self.path) as c:
             live = writes.live_names(c, qdir, {m.id for m in msgs})
+            pair = c.pair(qdir, qdir)  # the queue directory opened once for every rename
             for msg in msgs:
                 self.tick(len(out), len(msgs))
-                reason = writes.requeue(c, qdir, msg.id, msg.relpath, live)
+                reason = writes.requeue(c, qdir, msg.id, msg.relpath, live, pair)
                 # someone requeued it first: it is ready, as asked
                 out.append((msg.id, None if reason == ALREADY_READY else reason))
         return out
@@ -67,12 +68,17 @@ class VsqsBackend(FileBackend):
     def move_placer(self, c: Any, dest: str, dest_dir: str) -> Any:
         from . import writes
 
-        prepare = writes.placer(c, dest_dir, writes.divisor_for(None, self.scan_queue(dest).id_unit))
-        return lambda _msg, _data: prepare
+        placer = writes.Placer(c, dest_dir, writes.divisor_for(None, self.scan_queue(dest).id_unit),
+                               c.dir_gid(dest_dir))
+        return (lambda _msg, data, token: placer.prepare(data, token)), placer.check
 
     def ready_name(self, relpath: str) -> str | None:
         parsed = layout.parse_name(relpath.rpartition("/")[2])
         return parsed[1] if parsed and parsed[0] != WRITING_KIND else None
+
+    def ready_target(self, relpath: str) -> tuple[str, str] | None:
+        parsed = layout.parse_name(relpath.rpartition("/")[2])
+        return (parsed[1], parsed[1]) if parsed and parsed[0] != WRITING_KIND else None
 
     def message_id(self, name: str) -> str | None:
         parsed = layout.parse_name(name)

@@ -66,34 +66,68 @@ def publish(c: safety.Confined, queue_dir: str, data: bytes, divisor: float, gid
         return mid
 
 
-def placer(c: safety.Confined, queue_dir: str, divisor: float):  # -> Callable[[bytes, str], Placement]
-    """Prepare a transferred copy: a tmp file hard-linked to an exclusive ``<id>.new``.
+class Placer:
+    """Copies transferred into a VSQS queue, a batch at a time (:class:`..fs.batches.BatchWriter`).
 
-    The tmp name carries the claim's token, so a killed transfer is found and undone; the
-    link to ``<id>.new`` is the exclusive create of the publish protocol (link fails EEXIST).
+    Each copy is a tmp file hard-linked to an exclusive ``<id>.new`` (the publish protocol's
+    create: link fails EEXIST); the protocol's clash check -- a listing after the create, no
+    other ``<id>.*`` may exist -- is made once per batch by :meth:`check`, after every create
+    of the batch. Ids rise strictly: at most ``AHEAD`` ticks ahead of the clock (µs ids, where
+    a batch outruns the clock) or never ahead (ms ids, a thousand times coarser).
     """
 
-    def prepare(data: bytes, token: str) -> Placement:
-        tmp = write_tmp(c, queue_dir, data, token)
-        tmp_path = os.path.join(queue_dir, tmp)
-        try:
-            while True:
-                mid = _now_id(divisor)
-                try:
-                    c.link(tmp_path, os.path.join(queue_dir, mid + ".new"))
-                except FileExistsError:
-                    _wait_next_tick(divisor)
-                    continue
-                if _clashes(c, queue_dir, mid):
-                    c.unlink(os.path.join(queue_dir, mid + ".new"))
-                    _wait_next_tick(divisor)
-                    continue
-                return Placement(queue_dir, mid + ".new", mid, tmp)
-        except BaseException:
-            c.unlink(tmp_path)
-            raise
+    AHEAD = {MICRO: 1000, MILLI: 0}
 
-    return prepare
+    def __init__(self, c: safety.Confined, queue_dir: str, divisor: float, gid: int) -> None:
+        self.c, self.dir, self.divisor, self.gid = c, queue_dir, divisor, gid
+        self.last = 0
+        self.ahead = self.AHEAD.get(divisor, 0)
+
+    def _next_id(self) -> str:
+        while True:
+            now = int(_now_id(self.divisor))
+            mid = max(now, self.last + 1)
+            if mid - now <= self.ahead:
+                self.last = mid
+                return str(mid)
+            _wait_next_tick(self.divisor)
+
+    def _link_new(self, tmp_path: str) -> str:
+        while True:
+            mid = self._next_id()
+            try:
+                self.c.link(tmp_path, os.path.join(self.dir, mid + ".new"))
+                return mid
+            except FileExistsError:
+                continue
+
+    def prepare(self, data: bytes, token: str) -> tuple[Placement, int]:
+        tmp, fd = write_tmp(self.c, self.dir, data, token, self.gid)
+        try:
+            mid = self._link_new(os.path.join(self.dir, tmp))
+        except BaseException:
+            os.close(fd)
+            self.c.unlink(os.path.join(self.dir, tmp))
+            raise
+        return Placement(self.dir, mid + ".new", mid, tmp), fd
+
+    def check(self, entries: list) -> None:
+        """The clash check of every ``<id>.new`` of a batch: one listing after all creates;
+        a clashing one is dropped and linked again under a new id (then listed again)."""
+        todo = entries
+        while todo:
+            heads: dict[str, int] = {}
+            for name in self.c.listdir(self.dir):
+                head = name.partition(".")[0]
+                heads[head] = heads.get(head, 0) + 1
+            # our own <id>.new is one name of its id: any other makes a clash
+            clashing = [e for e in todo if heads.get(e.placement.final, 0) > 1]
+            for e in clashing:
+                p = e.placement
+                self.c.unlink(os.path.join(self.dir, p.commit_from))
+                mid = self._link_new(os.path.join(self.dir, p.tmp))
+                p.commit_from, p.final = mid + ".new", mid
+            todo = clashing
 
 
 def live_names(c: safety.Confined, queue_dir: str, ids: set[str]) -> dict[str, list[str]]:
@@ -108,13 +142,14 @@ def live_names(c: safety.Confined, queue_dir: str, ids: set[str]) -> dict[str, l
 
 
 def requeue(c: safety.Confined, queue_dir: str, mid: str, relpath: str,
-            live: dict[str, list[str]] | None = None) -> str | None:
+            live: dict[str, list[str]] | None = None, pair: safety.DirPair | None = None) -> str | None:
     """Rename ``<id>.<deadline>`` back to ``<id>``; None when done, else the skip reason.
 
     Never over another file: when the id is live under another name already (``<id>``, or a
     second ``<id>.<deadline>``), the message is left as it is. ``live``: :func:`live_names`
-    of the batch (kept up to date here); the ready name is still checked right before the
-    rename, since a consumer may have requeued the message itself since that listing.
+    of the batch (kept up to date here); the ready name is still checked at the rename (one
+    atomic no-replace rename with ``pair``, the queue directory opened once; else a check
+    right before it), since a consumer may have requeued the message itself since that listing.
     """
     if "." not in relpath:
         return ALREADY_READY
@@ -125,9 +160,21 @@ def requeue(c: safety.Confined, queue_dir: str, mid: str, relpath: str,
         names = [n for n in c.listdir(queue_dir) if n == mid or n.startswith(mid + ".")]
     else:
         names = list(live.get(mid, ()))
-        if mid not in names and c.lexists(dst):
+        if pair is None and mid not in names and c.lexists(dst):
             names.append(mid)
     others = [n for n in names if n != relpath]
+    if pair is not None and not others:
+        try:
+            moved = pair.rename_noreplace(relpath, mid)
+        except FileExistsError:  # <id> appeared since the listing
+            if not c.lexists(src):
+                return ALREADY_READY  # a consumer requeued it itself meanwhile
+            return f"{CHANGED}: id {mid} is also live as {mid}; left as it was"
+        if moved:
+            if live is not None:
+                live[mid] = [mid]
+            return None
+        return ALREADY_READY if c.lexists(dst) else CHANGED
     if others:
         if mid in others and not c.lexists(src):
             return ALREADY_READY  # a consumer requeued it itself meanwhile
