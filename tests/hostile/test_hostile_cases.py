@@ -203,11 +203,12 @@ def tmp_name(token: str, pid: int = DEAD_PID) -> str:
     return f"{QC}tmp-{HOST}-{pid}-{token}"
 
 
-def batch_doc(w: World, src: str, **over) -> dict:
-    """A journal of one entry (claim token c1a1b001) moving ``src`` of jobs into other."""
+def batch_doc(w: World, src: str, pid: int = DEAD_PID, **over) -> dict:
+    """A journal of one entry (claim token c1a1b001, its tmp of process ``pid``) moving ``src``
+    of jobs into other."""
     final = vsqs_id(900) if w.layout == "vsqs" else f"999.{NOW_S}000001.ddmq{900:032x}"
-    entry = {"token": "c1a1b001", "src": src, "commit_from": tmp_name("c1a1b001"), "final": final,
-             "tmp": tmp_name("c1a1b001")}
+    entry = {"token": "c1a1b001", "src": src, "commit_from": tmp_name("c1a1b001", pid), "final": final,
+             "tmp": tmp_name("c1a1b001", pid)}
     entry.update(over.pop("entry", {}))
     doc = {"schema": "qconsole.batch/1", "token": "b0b0b001", "dest": "other", "entries": [entry]}
     doc.update(over)
@@ -284,7 +285,10 @@ batch_case("batch-commit-from-a-clients-new", lambda w, n: batch_doc(w, n, entry
            extra=lambda w, n: (w.write(f"other/{vsqs_id(901)}.new", "being-written"),
                                w.write(f"other/{tmp_name('c1a1b001')}", "our-copy")))
 # a live operator's batch: recover without --force touches nothing
-batch_case("batch-live-owner", lambda w, n: batch_doc(w, n), pid=1, argv=("recover",), codes=(0,), keep_all=True)
+batch_case("batch-live-owner", lambda w, n: batch_doc(w, n, pid=1), pid=1, argv=("recover",), codes=(0,), keep_all=True)
+# a dead process's journal naming another (live) process's tmp: refused, the tmp left alone
+batch_case("batch-names-another-process-tmp", lambda w, n: batch_doc(w, n, pid=1), keep_all=True, argv=("recover",),
+           extra=lambda w, n: w.write(f"other/{tmp_name('c1a1b001', 1)}", "a live operator's copy"))
 
 
 # ---- the trash and its manifests

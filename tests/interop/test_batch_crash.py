@@ -62,9 +62,10 @@ def _action(root: str, action: str):
             "move_back": lambda: ops.move("dst", "src", all_=True)}[action]
 
 
-def _fail_at(n: int, fn, how: str, cls: type) -> str:
+def _fail_at(n: int, fn, how: str, cls: type, then: int | None = None) -> str:
     """Run ``fn`` in a forked child whose n-th file-system call dies (``exit``) or raises
-    KeyboardInterrupt (``raise``); 'died', 'raised' or 'done'."""
+    KeyboardInterrupt (``raise``); with ``then``, the ``then``-th call dies too (a kill
+    while the ctrl+c's clean-up runs); 'died', 'raised' or 'done'."""
     pid = os.fork()
     if pid == 0:
         code = 0
@@ -75,6 +76,8 @@ def _fail_at(n: int, fn, how: str, cls: type) -> str:
             def wrap(real):
                 def inner(*a, **k):
                     calls[0] += 1
+                    if calls[0] == then:
+                        os._exit(9)
                     if calls[0] == n:
                         if how == "exit":
                             os._exit(9)
@@ -126,6 +129,25 @@ def test_every_crash_point_of_a_batched_transfer(tmp_path, layout, how):
             n += 1
     # 7 messages in batches of 3: dozens of points per action, every step of every batch
     assert sum(points.values()) > 60 * len(actions) // 2, points
+
+
+@pytest.mark.parametrize("layout", ["ddmq", "vsqs"])
+def test_a_kill_during_the_clean_up_after_ctrl_c_still_settles(tmp_path, layout):
+    """ctrl+c, then a kill while the batch puts its messages back: recover settles every
+    message (the message goes back before its copy is dropped, so a death in between leaves
+    a copy without a claim, never a claim without a copy)."""
+    root, expected = _root(tmp_path, layout)
+    cls = type(open_target(root))
+    runs = 0
+    for action in ("requeue", "move") if layout == "ddmq" else ("move",):
+        for n in range(20, 90, 9):
+            for k in range(1, 6):
+                _consume_some(root, layout)
+                outcome = _fail_at(n, _action(root, action), "raise", cls, then=n + k)
+                assert outcome in ("died", "raised", "done"), outcome
+                _settled(root, layout, expected)
+                runs += outcome == "died"
+    assert runs > 10, runs
 
 
 def test_batches_leave_no_journal_and_keep_order(tmp_path, monkeypatch):

@@ -185,11 +185,16 @@ class BatchWriter:
             if judge and not c.lexists(os.path.join(p.dest_dir, p.commit_from)):
                 left_claimed = left_claimed or c.lexists(e.claim.path)
                 continue
+            # the message back first, its copy dropped after: a death in between leaves a copy
+            # without a claim, which recover can only read as an abort (a commit renames the
+            # copy away before its claim goes) and drops; the other order left a claim with no
+            # copy, which reads like "committed, then consumed": never settled
+            if not e.claim.restore():
+                left_claimed = True
+                continue  # the copy stays for recover to judge beside the claim
             c.unlink(os.path.join(p.dest_dir, p.commit_from))
             if p.tmp and p.tmp != p.commit_from:
                 c.unlink(os.path.join(p.dest_dir, p.tmp))
-            if not e.claim.restore():
-                left_claimed = True
         if self.journal is not None and not left_claimed:
             self.c.unlink(self.journal)  # nothing of it left to decide
             self.journal = None
@@ -205,7 +210,7 @@ def drop_tmp(c: safety.Confined, dest_dir: str, token: str) -> None:
 Found = dict[tuple[str, int, str], list[tuple[str, str, Owned]]]
 
 
-def _entry_problem(e: object, seen: set[str], is_message: Callable[[str], bool]) -> str | None:
+def _entry_problem(e: object, seen: set[str], is_message: Callable[[str], bool], owner: Owned) -> str | None:
     if not isinstance(e, dict):
         return "an entry is not an object"
     token, src, cf, final, tmp = (e.get(k) for k in ("token", "src", "commit_from", "final", "tmp"))
@@ -222,8 +227,8 @@ def _entry_problem(e: object, seen: set[str], is_message: Callable[[str], bool])
     except QConsoleError as err:
         return str(err)
     owned = parse_owned(tmp)
-    if owned is None or owned.kind != TMP or owned.token != token:
-        return f"tmp {tmp!r} is not the entry's qconsole temp file"
+    if owned is None or owned.kind != TMP or owned.token != token or (owned.host, owned.pid) != (owner.host, owner.pid):
+        return f"tmp {tmp!r} is not the entry's qconsole temp file (of the journal's own process)"
     if cf != tmp and not cf.endswith(".new"):
         return f"commit_from {cf!r} is neither its tmp nor a .new name"
     if not is_message(final) or not is_message(src.rpartition("/")[2]):
@@ -250,7 +255,7 @@ def _journal_problem(c: safety.Confined, root: str, jdir: str, doc: Any, owned: 
         return "its entries are not a list of 1 to %d" % MAX_ENTRIES
     seen: set[str] = set()
     for e in entries:
-        why = _entry_problem(e, seen, is_message)
+        why = _entry_problem(e, seen, is_message, owned)
         if why:
             return why
     return None
@@ -344,9 +349,14 @@ def _recover_entry(c: safety.Confined, root: str, jdir: str, dest_dir: str, e: d
         return False
     own_new = cf_st is not None and (e["commit_from"] == e["tmp"] or c.same_file(cf, tmp))
     if not claims:
-        if cf_st is not None:  # a copy whose claim is gone: not ours to judge
-            report.problems.append(f"{where}: a prepared copy without its claim; left alone")
-            return False
+        if cf_st is not None:
+            if not own_new:
+                report.problems.append(f"{where}: a prepared copy without its claim; left alone")
+                return False
+            # the entry's own copy, its claim gone: an abort that put the message back and died
+            # before dropping the copy (a commit renames the copy away before the claim goes)
+            c.unlink(cf)
+            report.removed_temp.append(rel(dest_dir, e["commit_from"]))
         for d, n, _o in tmps:  # committed and cleaned but for a second link of the final
             if c.unlink(os.path.join(d, n)):
                 report.removed_temp.append(rel(d, n))
@@ -367,6 +377,10 @@ def _recover_entry(c: safety.Confined, root: str, jdir: str, dest_dir: str, e: d
         c.unlink(cf)
         if c.unlink(tmp) or e["commit_from"] == e["tmp"]:
             report.removed_temp.append(rel(dest_dir, e["tmp"]))
+        if c.same_file(claim_path, os.path.join(d, name)):  # put back, but the claim's name not yet dropped
+            c.unlink(claim_path)
+            report.restored.append(rel(d, name))
+            return True
         if id_live(c, jdir, name):
             report.problems.append(f"{rel(d, n)}: its id is live in the queue already; left in place")
             return False

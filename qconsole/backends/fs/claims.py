@@ -275,7 +275,7 @@ def recover(root_path: str, queue_dirs: list[str], *, force: bool = False,
                         msg_id=msg_id, report=report)
         for key, items in sorted(found.items()):
             try:
-                _recover_token(c, root_path, items, force, now, is_message, id_live, report)
+                _recover_token(c, root_path, items, force, now, is_message, id_live, report, msg_id)
             except (OSError, QConsoleError) as err:
                 why = err.strerror if isinstance(err, OSError) else str(err)
                 report.problems.append(f"leftovers of {key[2]}: {why}; left in place")
@@ -284,7 +284,7 @@ def recover(root_path: str, queue_dirs: list[str], *, force: bool = False,
 
 def _recover_token(c: safety.Confined, root_path: str, items: list[tuple[str, str, Owned]], force: bool, now: float,
                    is_message: Callable[[str], bool], id_live: Callable[[safety.Confined, str, str], bool],
-                   report: RecoverReport) -> None:
+                   report: RecoverReport, msg_id: Callable[[str], str | None] | None = None) -> None:
     rel = lambda d, n: os.path.relpath(os.path.join(d, n), root_path)  # noqa: E731
     stats = {(d, n): c.lstat(os.path.join(d, n)) for d, n, _o in items}
     if not force and any(owner_alive(o, stats[(d, n)], now) for d, n, o in items):
@@ -329,13 +329,22 @@ def _recover_token(c: safety.Confined, root_path: str, items: list[tuple[str, st
                 report.problems.append(f"{rel(*journals[0][:2])}: the journal's commit source and final message "
                                        "are both missing; left alone")
                 return
+            # a live final proves the commit only when it carries the claimed message's id
+            # (ddmq keeps ids); a planted journal could name any live message, and dropping
+            # the claim on its word would lose the message: without proof, left alone
+            claimed = (claims[0][2].relpath or "").rpartition("/")[2] if claims else None
+            if claims and (msg_id is None or msg_id(doc["final"]) is None
+                           or msg_id(doc["final"]) != msg_id(claimed or "")):
+                report.problems.append(f"{rel(*journals[0][:2])}: nothing proves its commit happened (the final "
+                                       "message does not carry the claimed id); left alone for an operator")
+                return
             committed = True
         elif _is_reg(c.lstat(os.path.join(dest_dir, doc["commit_from"]))):
             # uncommitted: the prepared copy goes (a .new twin of a tmp included)
             c.unlink(os.path.join(dest_dir, doc["commit_from"]))
     for d, n, _o in tmps:
         p = os.path.join(d, n)
-        if not committed and claims:
+        if not committed:  # (also without a claim: an abort put the message back and died before this)
             twin = _unlink_new_twin(c, p)
             if twin:
                 report.removed_temp.append(rel(d, twin))
@@ -348,6 +357,10 @@ def _recover_token(c: safety.Confined, root_path: str, items: list[tuple[str, st
             report.completed.append(rel(d, n))
             continue
         name = (o.relpath or "").rpartition("/")[2]
+        if c.same_file(p, os.path.join(d, name)):  # put back, but the claim's name not yet dropped
+            c.unlink(p)
+            report.restored.append(rel(d, name))
+            continue
         if id_live(c, qdir, name):
             report.problems.append(f"{rel(d, n)}: its id is live in the queue already; left in place")
             continue
