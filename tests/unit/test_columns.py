@@ -58,17 +58,6 @@ def vsqs(tmp_path: Any) -> tuple[Any, str]:
     return open_target(str(tmp_path)), str(q)
 
 
-@pytest.fixture
-def small_chunks(monkeypatch: Any) -> None:
-    """Many chunks, partial listings and pieces of merges even on a few hundred names."""
-    monkeypatch.setattr(sn, "CHUNK", 32)
-    monkeypatch.setattr(sn, "FIRST_CHUNK", 8)
-    monkeypatch.setattr(sn, "PARTIAL_EVERY_S", 0.0)
-    monkeypatch.setattr(sn, "PARTIAL_PAUSE_S", 0.0)
-    monkeypatch.setattr(sn, "FIRST_PAUSE_S", 0.0)
-    monkeypatch.setattr(sn, "YIELD_S", 0.0)
-
-
 def test_columns_hold_what_a_collected_scan_holds(vsqs: Any, small_chunks: None) -> None:
     backend, _q = vsqs
     partial: list[MessageColumns] = []

@@ -17,7 +17,6 @@ from peers import ddmq_broker
 from qconsole.backends import open_target
 from qconsole.backends.ddmq import columns as dcols
 from qconsole.backends.fs import root as fs_root
-from qconsole.backends.fs import sorted_names as sn
 from qconsole.columns import MessageColumns, NameTails
 
 NOW = time.time()
@@ -93,17 +92,6 @@ def random_queue(q: str, rng: random.Random) -> None:
         os.mkdir(os.path.join(q, f"2.{qn(NOW)}.ddmq{uid()}"))
     if rng.random() < 0.2:
         os.symlink("/etc", os.path.join(q, "work", f"{int(NOW)}.1.{qn(NOW)}.ddmq{uid()}"))
-
-
-@pytest.fixture
-def small_chunks(monkeypatch: Any) -> None:
-    """Many chunks, partial listings and pieces of merges even on a few hundred names."""
-    monkeypatch.setattr(sn, "CHUNK", 32)
-    monkeypatch.setattr(sn, "FIRST_CHUNK", 8)
-    monkeypatch.setattr(sn, "PARTIAL_EVERY_S", 0.0)
-    monkeypatch.setattr(sn, "PARTIAL_PAUSE_S", 0.0)
-    monkeypatch.setattr(sn, "FIRST_PAUSE_S", 0.0)
-    monkeypatch.setattr(sn, "YIELD_S", 0.0)
 
 
 @pytest.fixture
