@@ -25,6 +25,7 @@ import errno
 import math
 import os
 import stat
+import sys
 
 from ...errors import QConsoleError, QueueNameError, SettingsError
 
@@ -72,7 +73,8 @@ def check_name(name: object, what: str = "name") -> str:
         raise UnsafePathError(f"bad {what} {name!r}: not a plain name")
     if "/" in name or "\0" in name or "\\" in name:
         raise UnsafePathError(f"bad {what} {name!r}: a name holds no separator")
-    if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
+    # a character is at most 4 bytes (a lone surrogate 1): only a long name needs encoding
+    if len(name) > NAME_MAX // 4 and len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
         raise UnsafePathError(f"bad {what}: longer than {NAME_MAX} bytes")
     return name
 
@@ -568,6 +570,7 @@ class DirPair:
 #: errno meaning "no renameat2/RENAME_NOREPLACE here" (old kernel or libc, NFS, a filter)
 _NO_RENAMEAT2 = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM})
 _RENAMEAT2: Any = None  # None: not looked up yet; False: unavailable
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 
 
 def _renameat2_noreplace(sfd: int, name: str, dfd: int, new_name: str) -> int:
@@ -586,7 +589,8 @@ def _renameat2_noreplace(sfd: int, name: str, dfd: int, new_name: str) -> int:
     if _RENAMEAT2 is False:
         return errno.ENOSYS
     fn, get_errno = _RENAMEAT2
-    if fn(sfd, os.fsencode(name), dfd, os.fsencode(new_name), 1) == 0:  # 1: RENAME_NOREPLACE
+    # str.encode as os.fsencode does it, without its Python-level checks (a call per message)
+    if fn(sfd, name.encode(_FS_ENCODING, _FS_ERRORS), dfd, new_name.encode(_FS_ENCODING, _FS_ERRORS), 1) == 0:
         return 0
     return get_errno()
 
