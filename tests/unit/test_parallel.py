@@ -28,13 +28,46 @@ def _vsqs_root(tmp_path, sizes):
     return str(tmp_path)
 
 
-def test_plan_balances_by_size_and_keeps_every_queue_once():
-    sizes = {"big": 100, "a": 40, "b": 35, "c": 30, "d": 5}
-    shares = parallel.plan(sizes, 2)
-    assert sorted(n for s in shares for n in s) == sorted(sizes)
-    loads = sorted(sum(sizes[n] for n in s) for s in shares)
-    assert loads == [105, 105]
-    assert parallel.plan({"only": 1}, 4) == [["only"]]
+def test_arrange_orders_biggest_first_and_sizes_nothing_past_many_queues(tmp_path, monkeypatch):
+    root = _vsqs_root(tmp_path, [3, 900, 300])
+    listed = lambda r, n: [os.path.join(r, n)]  # noqa: E731
+    order, jobs = parallel.arrange(root, ["q0", "q1", "q2"], listed, 3)
+    assert order == ["q1", "q2", "q0"] and jobs == 3
+    assert parallel.arrange(root, ["q0", "q1"], listed, None)[1] == 1  # a small root: one process
+    many = [f"n{i}" for i in range(parallel.MANY_QUEUES + 1)]
+    monkeypatch.setattr(parallel, "dir_size", lambda _p: pytest.fail("sized a root of many queues"))
+    monkeypatch.setattr(parallel, "spare_cpus", lambda: 2)
+    assert parallel.arrange(root, many, listed, None) == (many, 2)
+    assert parallel.arrange(root, many, listed, 8)[1] == 8
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_the_pool_hands_each_queue_to_exactly_one_process(tmp_path):
+    # each process notes what it scanned in its own file; a slow queue must not hold up the rest
+    log = tmp_path / "log"
+    log.mkdir()
+    code = textwrap.dedent(f"""
+        import json, os, time
+        from qconsole.backends.fs import parallel
+        from qconsole.model import QueueScan
+        names = [f"q{{i}}" for i in range(1000)]
+        def scan_share(share):
+            with open(os.path.join({str(log)!r}, str(os.getpid())), "a") as fh:
+                fh.write("".join(n + "\\n" for n in share))
+            if "q0" in share:
+                time.sleep(0.5)  # the first chunk is slow: the others take the rest meanwhile
+            return [QueueScan(n, "vsqs", 1.0, {{"ready": int(n[1:])}}) for n in share]
+        done = parallel.scan_pooled(names, 3, scan_share)
+        print(json.dumps([done[n].counts["ready"] for n in names]))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == list(range(1000))
+    per_process = {p.name: p.read_text().split() for p in log.iterdir()}
+    assert len(per_process) == 3  # the parent and two children all took work
+    taken = [n for names in per_process.values() for n in names]
+    assert sorted(taken) == sorted(f"q{i}" for i in range(1000))  # each exactly once
+    slow = next(names for names in per_process.values() if "q0" in names)
+    assert len(slow) < 500  # the process held up by q0 did not get a fixed half
 
 
 def test_auto_jobs_stays_single_for_small_roots():

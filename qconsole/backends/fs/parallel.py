@@ -2,8 +2,9 @@
 
 Listing a directory is mostly kernel time (``getdents``: ~90% of ``os.listdir`` on ext4),
 and listings of different directories proceed side by side on different cores, which
-threads cannot give us (CPython's ``listdir`` takes the GIL back for every entry). A forked
-child scans its share of the queues and sends back only the counts, marshalled through a
+threads cannot give us (CPython's ``listdir`` takes the GIL back for every entry). Forked
+children and this process take chunks of queues from one work pipe as each gets free
+(:func:`scan_pooled`), and the children send back only the counts, marshalled through a
 pipe. On a 2-core machine a 200k-message root scans in a little over half the time; on a
 login node with more cores and a network file system the gain is larger.
 
@@ -75,28 +76,34 @@ def dir_size(paths: list[str]) -> int:
     return total
 
 
-#: past this many queues the planner sizes each by one listing's st_size, not all of them:
-#: a root of thousands of small queues would otherwise pay a stat per work/ too
+#: past this many queues none is sized: a stat per queue would cost more than it balances
+#: (the pool balances as it goes), and so many listings are worth a second process anyway
 MANY_QUEUES = 256
 
 
-def listing_sizes(root: str, names: list[str], listing_dirs: Callable[[str, str], list[str]]) -> dict[str, int]:
-    """Each queue's directory data in bytes, the planner's guess at its listing cost."""
-    if len(names) <= MANY_QUEUES:
-        return {n: dir_size(listing_dirs(root, n)) for n in names}
-    join = os.path.join
-    return {n: dir_size([join(root, n)]) for n in names}
+def arrange(root: str, names: list[str], listing_dirs: Callable[[str, str], list[str]],
+            jobs: int | None) -> tuple[list[str], int]:
+    """The queues in the order to hand them out (biggest first, when sized) and how many
+    processes to scan with: ``jobs``, or (None) as many as pay off on this root right now."""
+    if len(names) > MANY_QUEUES:
+        if jobs is None:
+            jobs = auto_jobs([MIN_PARALLEL_BYTES, MIN_PARALLEL_BYTES])
+        return names, min(jobs, len(names))
+    sizes = {n: dir_size(listing_dirs(root, n)) for n in names}
+    order = sorted(names, key=lambda n: (-sizes[n], n))
+    return order, auto_jobs(list(sizes.values())) if jobs is None else min(jobs, len(names))
 
 
-def plan(sizes: dict[str, int], jobs: int) -> list[list[str]]:
-    """Queues split into ``jobs`` shares of similar total size (largest first, to the lightest)."""
-    shares: list[list[str]] = [[] for _ in range(jobs)]
-    loads = [0] * jobs
-    for name in sorted(sizes, key=lambda n: (-sizes[n], n)):
-        i = loads.index(min(loads))
-        shares[i].append(name)
-        loads[i] += sizes[name] + 1
-    return [s for s in shares if s]
+#: Work goes out as 4-byte records, each the index of a chunk of queues, all written into one
+#: pipe before anyone reads. Readers of a pipe are served one at a time, so a 4-byte read
+#: takes exactly one record: each chunk goes to exactly one process, whichever is free first.
+#: A big queue then holds up no one else, with nothing sized up front.
+_RECORD = 4
+#: one page of records: a pipe holds at least that much even when the user's pipe-buffer
+#: allowance is spent (records that do not fit are scanned by the parent at the end anyway)
+_MAX_RECORDS = 1024
+#: about this many chunks per process: fewer reads than one per queue, and still a fair share
+_CHUNKS_PER_JOB = 64
 
 
 def _pack(scans: list[QueueScan]) -> bytes:
@@ -107,11 +114,22 @@ def _unpack(data: bytes) -> list[QueueScan]:
     return [QueueScan(**dict(zip(_FIELDS, values))) for values in marshal.loads(data)]
 
 
-def _child(share: list[str], scan_share: Callable[[list[str]], list[QueueScan]], wfd: int) -> None:
+def _take(work: int, order: list[str], chunk: int, scan_share: Callable[[list[str]], list[QueueScan]]) -> list[QueueScan]:
+    """Scan chunk after chunk as long as the work pipe has records."""
+    out: list[QueueScan] = []
+    while True:
+        record = os.read(work, _RECORD)
+        if len(record) != _RECORD:  # end of the work (a short read cannot happen: see _RECORD)
+            return out
+        start = int.from_bytes(record, "little") * chunk
+        out.extend(scan_share(order[start:start + chunk]))
+
+
+def _child(work: int, order: list[str], chunk: int, scan_share: Callable[[list[str]], list[QueueScan]], wfd: int) -> None:
     """Scan, write, and leave without running the parent's exit handlers or flushing its buffers."""
     code = 1
     try:
-        data = _pack(scan_share(share))
+        data = _pack(_take(work, order, chunk, scan_share))
         view = memoryview(data)
         while view:
             view = view[os.write(wfd, view):]
@@ -120,41 +138,59 @@ def _child(share: list[str], scan_share: Callable[[list[str]], list[QueueScan]],
         os._exit(code)
 
 
-def scan_shares(shares: list[list[str]], scan_share: Callable[[list[str]], list[QueueScan]]) -> dict[str, QueueScan]:
-    """Every share but the first in a forked child, the first here; a failed child's share again here.
-    ``scan_share`` counts a list of queues, in their order."""
-    children: list[tuple[int, int, list[str]]] = []
-    for share in shares[1:]:
+def scan_pooled(order: list[str], jobs: int, scan_share: Callable[[list[str]], list[QueueScan]]) -> dict[str, QueueScan]:
+    """Every queue of ``order`` scanned by this process and ``jobs - 1`` forked ones, each
+    taking the next chunk when done with its last. A queue no child reported (a child that
+    failed, or work that did not fit the pipe) is scanned here. ``scan_share`` counts a list
+    of queues, in their order."""
+    chunk = max(1, -(-len(order) // min(_MAX_RECORDS, jobs * _CHUNKS_PER_JOB)))
+    n_chunks = -(-len(order) // chunk)
+    try:
+        work, feed = os.pipe()
+    except OSError:  # no descriptor to spare: all of it here
+        return dict(zip(order, scan_share(order)))
+    try:  # at most PIPE_BUF bytes: written whole or not at all (then all is scanned here)
+        os.set_blocking(feed, False)
+        os.write(feed, b"".join(i.to_bytes(_RECORD, "little") for i in range(n_chunks)))
+    except OSError:
+        pass
+    finally:
+        os.close(feed)  # readers see the end of the work once the records are taken
+    children: list[tuple[int, int]] = []
+    for _ in range(jobs - 1):
         try:
             rfd, wfd = os.pipe()
-        except OSError:  # no descriptor to spare: scan it here instead
-            shares[0] = shares[0] + share
-            continue
+        except OSError:
+            break
         try:
             pid = os.fork()
-        except OSError:  # no process to spare (ulimit -u, memory): scan it here instead
+        except OSError:  # no process to spare (ulimit -u, memory): fewer helpers
             os.close(rfd)
             os.close(wfd)
-            shares[0] = shares[0] + share
-            continue
+            break
         if pid == 0:
             os.close(rfd)
-            _child(share, scan_share, wfd)
+            _child(work, order, chunk, scan_share, wfd)
         os.close(wfd)
-        children.append((pid, rfd, share))
-    results = dict(zip(shares[0], scan_share(shares[0])))
-    for pid, rfd, share in children:
+        children.append((pid, rfd))
+    try:
+        results = {s.name: s for s in _take(work, order, chunk, scan_share)}
+    finally:
+        os.close(work)
+    wanted = set(order)
+    for pid, rfd in children:
         with open(rfd, "rb") as pipe:  # closes rfd
             data = pipe.read()
         _, status = os.waitpid(pid, 0)
-        got: list[QueueScan] = []
-        if status == 0:
-            try:
-                got = _unpack(data)
-            except (ValueError, EOFError, TypeError):
-                got = []
-        if [s.name for s in got] == share:
+        if status != 0:
+            continue  # not trusted: whatever it took is scanned again below
+        try:
+            got = _unpack(data)
+        except (ValueError, EOFError, TypeError):
+            continue
+        if all(s.name in wanted for s in got):
             results.update((s.name, s) for s in got)
-        else:
-            results.update(zip(share, scan_share(share)))
+    missing = [n for n in order if n not in results]
+    if missing:
+        results.update(zip(missing, scan_share(missing)))
     return results

@@ -211,10 +211,9 @@ class FileBackend(Backend):
         else:
             from . import parallel
 
-            sizes = parallel.listing_sizes(path, names, module.listing_dirs)
-            jobs = parallel.auto_jobs(list(sizes.values())) if jobs is None else min(jobs, len(names))
+            order, jobs = parallel.arrange(path, names, module.listing_dirs, jobs)
             if jobs > 1:
-                done = parallel.scan_shares(parallel.plan(sizes, jobs), scan_share)
+                done = parallel.scan_pooled(order, jobs, scan_share)
                 scans = [done[n] for n in names]
             else:
                 scans = scan_share(names)
