@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import time
 from collections import Counter
 from itertools import compress, repeat
@@ -93,20 +94,34 @@ def is_expired(deadline_s: int, now: float) -> bool:
 def list_queue_names(root: str) -> tuple[list[str], list[str]]:
     names: list[str] = []
     errors: list[str] = []
-    with os.scandir(root) as it:
-        for entry in it:
-            if entry.name.startswith("."):
-                continue
-            if entry.is_symlink():
-                if is_queue_dir(entry.path):
-                    errors.append(f"{entry.name}: symlink not followed")
-                continue
-            if entry.is_dir(follow_symlinks=False) and is_queue_dir(entry.path):
-                names.append(entry.name)
-            elif entry.is_dir(follow_symlinks=False) and os.path.islink(os.path.join(entry.path, WORK)):
-                errors.append(f"{entry.name}: work/ is a symlink, not followed")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)  # each queue checked relative to it
+    try:
+        with os.scandir(fd) as it:
+            for entry in it:
+                name = entry.name
+                if name.startswith("."):
+                    continue
+                if entry.is_symlink():
+                    if is_queue_dir(name, fd):
+                        errors.append(f"{name}: symlink not followed")
+                    continue
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                if is_queue_dir(name, fd):
+                    names.append(name)
+                elif _is_link_at(fd, f"{name}/{WORK}"):
+                    errors.append(f"{name}: work/ is a symlink, not followed")
+    finally:
+        os.close(fd)
     names.sort()
     return names, errors
+
+
+def _is_link_at(dir_fd: int, rel: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(rel, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 _N = "([0-9]{1,%d})" % MAX_DIGITS  # more digits than any clock or priority writes: foreign

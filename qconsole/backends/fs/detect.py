@@ -17,14 +17,17 @@ DDMQ_CONFIG = "ddmq.yaml"
 DDMQ_WORK = "work"
 
 
-def is_ddmq_queue_dir(path: str) -> bool:
+def is_ddmq_queue_dir(path: str, dir_fd: int | None = None) -> bool:
     """ddmq's own check_dir(): a ``ddmq.yaml`` file and a ``work`` directory -- a real one:
     a ``work`` that is a symlink is never followed, so that queue is not one here.
+    ``dir_fd``: ``path`` is relative to that directory (a root of thousands of queues is
+    checked without resolving the root's path twice per queue).
     (Here rather than in the ddmq module: detection must not import it for a VSQS root.)"""
-    if not os.path.isfile(os.path.join(path, DDMQ_CONFIG)):
-        return False
-    try:  # one lstat: a directory, and not a link to one
-        return stat.S_ISDIR(os.lstat(os.path.join(path, DDMQ_WORK)).st_mode)
+    try:
+        if not stat.S_ISREG(os.stat(f"{path}/{DDMQ_CONFIG}", dir_fd=dir_fd).st_mode):
+            return False
+        # one lstat: a directory, and not a link to one
+        return stat.S_ISDIR(os.stat(f"{path}/{DDMQ_WORK}", dir_fd=dir_fd, follow_symlinks=False).st_mode)
     except (OSError, ValueError):
         return False
 
