@@ -67,7 +67,7 @@ def _ops(root_opt: str | None, layout: str, read_only: bool, audit_log: str | No
     if read_only and refuse:
         raise ReadOnlyError(f"read-only mode: {refuse} refused (drop --read-only / unset QCONSOLE_READ_ONLY)")
     ops = Operations(open_target(pick_root(None, root_opt), layout), read_only=read_only, audit_log=audit_log)
-    if refuse and hasattr(ops.root, "progress") and sys.stderr.isatty():
+    if refuse and sys.stderr.isatty():
         ops.root.progress = Progress(refuse, sys.stderr)
     return ops
 
