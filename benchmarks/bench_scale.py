@@ -34,7 +34,9 @@ own comparable action on the same tree, messages per second:
 * ``move SRC DEST --all`` vs the clients' get/publish/remove loop;
 * ``trash restore`` vs a bare ``os.rename`` loop;
 * ``delete Q ID... --yes`` (trash and ``--no-trash``) vs a listdir+unlink loop, at most
-  ``--delete-n`` ids (they go on the command line, which Linux caps at 2 MB).
+  ``--delete-n`` ids (they go on the command line, which Linux caps at 2 MB);
+* ``delete Q - --yes`` and ``move Q DEST -`` with the bulk size's ids on stdin (one a line, as
+  ``ls --ids`` prints them) vs the listdir+unlink loop and qconsole's own ``move --all``.
 
 With ``--baseline QCONSOLE`` each bulk round also times that qconsole (an older checkout's)
 on a fresh tree of its own: before/after figures from the same rounds.
@@ -49,6 +51,7 @@ Run: ``.venv/bin/python benchmarks/bench_scale.py [--quick] [--cold] [--bulk] [-
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -190,12 +193,13 @@ class Result:
 BASE_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def run(argv: list[str], *, ok=(0,), env: dict | None = None) -> Result:
-    """Run ``argv``; wall time and the peak RSS wait4 reports for it (and its waited children)."""
+def run(argv: list[str], *, ok=(0,), env: dict | None = None, stdin: str | None = None) -> Result:
+    """Run ``argv`` (``stdin``: a file to read); wall time and the peak RSS wait4 reports for it
+    (and its waited children)."""
     env = BASE_ENV if env is None else {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as err, open(stdin or os.devnull, "rb") as fh_in:
         t0 = time.perf_counter()
-        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
+        p = subprocess.Popen(argv, stdin=fh_in, stdout=subprocess.PIPE, stderr=err, env=env)
         out = p.stdout.read()
         p.stdout.close()
         _pid, status, ru = os.wait4(p.pid, 0)
@@ -454,8 +458,9 @@ def _wanted(label: str) -> bool:
 
 
 def bulk_case(label: str, n: int, reps: int, setup, ours: list[str], theirs: list[str], theirs_label: str,
-              check=None, env: dict | None = None) -> dict | None:
-    """Interleaved rounds: fresh tree, qconsole; fresh tree, the client's action."""
+              check=None, env: dict | None = None, stdin: str | None = None) -> dict | None:
+    """Interleaved rounds: fresh tree, qconsole; fresh tree, the client's action. ``stdin``: a
+    file qconsole reads (written by ``setup``), not the client."""
     if not _wanted(label):
         return None
     t_ours: list[float] = []
@@ -463,12 +468,12 @@ def bulk_case(label: str, n: int, reps: int, setup, ours: list[str], theirs: lis
     t_theirs: list[float] = []
     for _ in range(reps):
         setup()
-        t_ours.append(run(ours, env=env).secs)
+        t_ours.append(run(ours, env=env, stdin=stdin).secs)
         if check:
             check()
-        if BASELINE:
+        if BASELINE and (stdin is None or _baseline_reads_ids()):
             setup()
-            t_base.append(run(_as_baseline(ours), env=env).secs)
+            t_base.append(run(_as_baseline(ours), env=env, stdin=stdin).secs)
             if check:
                 check()
         setup()
@@ -485,6 +490,21 @@ def bulk_case(label: str, n: int, reps: int, setup, ours: list[str], theirs: lis
 def _as_baseline(argv: list[str]) -> list[str]:
     """The same qconsole command run by --baseline's console script."""
     return [BASELINE, *argv[1:]] if BASELINE and argv and argv[0] == QCONSOLE else argv
+
+
+@functools.lru_cache(maxsize=None)
+def _baseline_reads_ids() -> bool:
+    """Whether --baseline's qconsole reads ids from stdin with '-' (an older one takes it for an id)."""
+    out = subprocess.run([BASELINE, "delete", "--help"], capture_output=True, text=True, env=BASE_ENV)
+    return "stdin" in out.stdout
+
+
+def _ready_ids(layout: str, qdir: str) -> list[str]:
+    """The ids of a queue built here (every message ready), from the names."""
+    names = sorted(os.listdir(qdir))
+    if layout == "ddmq":
+        return [i.rpartition(".ddmq")[2] for i in names if ".ddmq" in i]
+    return names
 
 
 def _base_note(n: int, t_base: list[float], client_rate: float) -> str:
@@ -544,6 +564,25 @@ def bench_bulk(args: argparse.Namespace) -> list[dict]:
         out.append(_restore_case(base, root, layout, builder, n, reps, qc, env))
     for layout, builder in (("ddmq", build_expired_ddmq), ("vsqs", build_expired_vsqs)):
         out.append(_delete_case(base, root, layout, builder, min(n, args.delete_n), reps, qc, env))
+    ids_file = os.path.join(base, "ids.txt")
+
+    def with_ids(layout: str, builder, queues: tuple[str, ...]):
+        """A fresh tree of n ready messages in q, and their ids in ids_file (what `ls --ids` prints)."""
+        def setup() -> None:
+            builder(_fresh(base, "root"), 0, queues=queues, ready=n)
+            with open(ids_file, "w") as fh:
+                fh.write("".join(i + "\n" for i in _ready_ids(layout, os.path.join(root, "q"))))
+        return setup
+
+    for layout, builder in (("ddmq", build_expired_ddmq), ("vsqs", build_expired_vsqs)):
+        out.append(bulk_case(
+            f"{layout} delete - (ids on stdin)", n, reps, with_ids(layout, builder, ("q",)),
+            qc("delete", "q", "-", "--yes"), [sys.executable, "-c", UNLINK_LOOP.format(d=os.path.join(root, "q"))],
+            "listdir+unlink", check=lambda lay=layout: left(lay, "q", 0), env=env, stdin=ids_file))
+        out.append(bulk_case(
+            f"{layout} move - (ids on stdin)", n, reps, with_ids(layout, builder, ("q", "dest")),
+            qc("move", "q", "dest", "-"), qc("move", "q", "dest", "--all"), "qconsole move --all",
+            check=lambda lay=layout: left(lay, "dest", n), env=env, stdin=ids_file))
     move_n = min(n, args.move_client_n)
     out.append(bulk_case(
         "ddmq move --all (ready)", move_n, reps,
@@ -601,10 +640,7 @@ def _delete_case(base: str, root: str, layout: str, builder, n: int, reps: int, 
     for _ in range(reps):
         for how in ("trash", "no-trash", *(("trash base", "no-trash base") if BASELINE else ())):
             builder(_fresh(base, "root"), 0, ready=n)
-            ids = sorted(os.listdir(qdir))
-            if layout == "ddmq":
-                ids = [i for i in ids if ".ddmq" in i]
-                ids = [i.rpartition(".ddmq")[2] for i in ids]
+            ids = _ready_ids(layout, qdir)
             extra = ["--no-trash"] if how.startswith("no-trash") else []
             argv = qc("delete", "q", *ids, "--yes", *extra)
             t[how].append(run(_as_baseline(argv) if how.endswith("base") else argv, env=env).secs)

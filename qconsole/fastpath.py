@@ -52,7 +52,7 @@ SPECS: dict[str, dict[str, tuple[str, str]]] = {
     "check": {**_SCAN, **{f"--{w}-{m}": (f"{w}_{m}", "seconds" if m == "age" else "count")
                           for w in ("warn", "crit") for m in ("ready", "age", "expired")}},
     "ls": {**_COMMON, "--state": ("state", "str"), "-s": ("state", "str"), "--limit": ("limit", "posint"),
-           "-n": ("limit", "posint"), "--json": ("json", "flag")},
+           "-n": ("limit", "posint"), "--json": ("json", "flag"), "--ids": ("ids", "flag")},
 }
 #: positional arguments each command takes, in order
 POSITIONALS = {"stats": ("root",), "check": ("root",), "ls": ("queue",)}
@@ -215,7 +215,8 @@ def fast_ls(argv: list[str]) -> int | None:
     from .output.ls_view import write_ls
 
     return guarded_call(lambda: write_ls(pick_root(None, opts["root_opt"]), opts["layout"], opts["queue"],
-                                         state=opts["state"], limit=opts["limit"], as_json=opts["json"]))
+                                         state=opts["state"], limit=opts["limit"], as_json=opts["json"],
+                                         ids_only=bool(opts["ids"])))
 
 
 def guarded_call(body: Any) -> int:

@@ -150,6 +150,12 @@ class Backend:
 
     #: how the target is shown (headers, JSON `root`, audit lines): credentials removed
     target: str = ""
+    #: ``(done, total)`` called as a bulk change goes (the CLI's progress line on a terminal)
+    progress: Callable[[int, int], None] | None = None
+
+    def tick(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done, total)
 
     # ------------------------------------------------------------------ describing
 

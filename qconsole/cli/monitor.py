@@ -144,6 +144,7 @@ def ls_(
     since: Annotated[Optional[str], typer.Option("--since", help="Only messages created within this long (e.g. 30m, 2h).", show_default=False)] = None,
     older_than: Annotated[Optional[str], typer.Option("--older-than", help="Only messages created at least this long ago (e.g. 1h, 7d).", show_default=False)] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON document.")] = False,
+    ids: Annotated[bool, typer.Option("--ids", help="Only the full ids, one a line: what requeue, delete and move read from stdin with '-'.")] = False,
     root_opt: RootOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
@@ -155,7 +156,7 @@ def ls_(
     from ..output.ls_view import write_ls
 
     write_ls(pick_root(None, root_opt), layout, queue, state=state, limit=limit, as_json=json_,
-             grep=grep, since=since, older_than=older_than)
+             grep=grep, since=since, older_than=older_than, ids_only=ids)
 
 
 def _find(cols: Any, ident: str) -> Any:

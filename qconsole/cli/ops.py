@@ -17,7 +17,13 @@ from .common import AuditLogOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootOpt, fail
 
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 NoTrashOpt = Annotated[bool, typer.Option("--no-trash", help="Really unlink (no undo) instead of moving to the trash.")]
-IdsArg = Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...", help="Message ids (or file names).", show_default=False)]
+IDS_HELP = "Message ids (or file names); '-' alone: read them from stdin, one a line (as `qconsole ls QUEUE --ids` prints them)."
+IdsArg = Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...", help=IDS_HELP, show_default=False)]
+
+#: the longest line '-' takes from stdin: ids and file names in a queue are far shorter (NAME_MAX is 255)
+MAX_ID_LINE = 4096
+#: lines '-' reads at most: `yes | qconsole requeue q -` ends with one error line, not an endless read
+MAX_STDIN_IDS = 10_000_000
 
 
 class Progress:
@@ -61,7 +67,7 @@ def _ops(root_opt: str | None, layout: str, read_only: bool, audit_log: str | No
     if read_only and refuse:
         raise ReadOnlyError(f"read-only mode: {refuse} refused (drop --read-only / unset QCONSOLE_READ_ONLY)")
     ops = Operations(open_target(pick_root(None, root_opt), layout), read_only=read_only, audit_log=audit_log)
-    if refuse and hasattr(ops.root, "progress") and sys.stderr.isatty():
+    if refuse and sys.stderr.isatty():
         ops.root.progress = Progress(refuse, sys.stderr)
     return ops
 
@@ -91,6 +97,54 @@ def _confirm(question: str, yes: bool) -> None:
         raise fail("refusing without a terminal to confirm: add --yes")
     if not typer.confirm(question, default=False):
         raise fail("cancelled", ExitCode.CANCELLED)
+
+
+def _given_ids(ops: Any, action: str, queues: tuple[str, ...], ids: list[str] | None, *,
+               confirmed: bool = True) -> list[str] | None:
+    """``ids`` as typed, or for a lone ``-`` the ids on stdin (see :func:`_read_ids`): argv is
+    capped at ~2 MB, a script's selection of 100k messages is not. Nothing on stdin: says
+    ``0 done`` and ends the command (an empty selection in a pipeline is not an error)."""
+    if not ids or "-" not in ids:
+        return ids or None
+    if len(ids) > 1:
+        raise fail("give '-' alone (ids on stdin) or the ids themselves, not both")
+    if sys.stdin is None or sys.stdin.isatty():
+        raise fail("'-' reads ids from stdin, which is a terminal: pipe them in (e.g. qconsole ls QUEUE --ids | ...)")
+    if not confirmed:  # the prompt would read stdin, which holds the ids
+        raise fail(f"refusing to {action} ids from stdin without a terminal to confirm: add --yes")
+    read = _read_ids(sys.stdin.buffer)
+    if not read:
+        for q in queues:
+            ops.root.require_queue(q)  # an unknown queue is still an error
+        _say(f"{action} {queues[0]}: 0 done (no ids on stdin)")
+        raise typer.Exit(0)
+    return read
+
+
+def _read_ids(stream: Any) -> list[str]:
+    """Ids from a binary stream, one a line: only the line end (LF or CRLF) is stripped and
+    blank lines skipped; repeats are kept (the operation takes each message once). Anything
+    that is not a list of ids is refused with one line: a NUL byte, a line over
+    MAX_ID_LINE bytes, bytes that are not UTF-8, more than MAX_STDIN_IDS lines."""
+    ids: list[str] = []
+    for n in range(1, MAX_STDIN_IDS + 2):
+        line = stream.readline(MAX_ID_LINE + 2)  # bounded: a 1 GB "line" is never held
+        if not line:
+            return ids
+        if n > MAX_STDIN_IDS:
+            raise fail(f"more than {MAX_STDIN_IDS:,} lines on stdin: give the ids in parts")
+        body = line[:-2] if line.endswith(b"\r\n") else line[:-1] if line.endswith(b"\n") else line
+        if len(body) > MAX_ID_LINE:
+            raise fail(f"stdin line {n:,} is longer than {MAX_ID_LINE} bytes: not a message id")
+        if b"\0" in body:
+            raise fail(f"stdin line {n:,} holds a NUL byte: give ids one a line (not -print0 output)")
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise fail(f"stdin line {n:,} is not UTF-8 text: not a message id") from None
+        if text.strip():
+            ids.append(text)
+    return ids
 
 
 def _publish_options(func: Any) -> Any:
@@ -175,14 +229,15 @@ def requeue(
 ) -> None:
     """Put consumed (in-flight/expired) messages back to ready, as the client's own requeue does."""
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="requeue")
-    _report(ops, ops.requeue(queue, ids or None, expired_only=expired, all_held=all_))
+    ids = _given_ids(ops, "requeue", (queue,), ids)
+    _report(ops, ops.requeue(queue, ids, expired_only=expired, all_held=all_))
 
 
 @app.command()
 @guarded
 def delete(
     queue: QueueArg,
-    ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Message ids (or file names).", show_default=False)],
+    ids: Annotated[list[str], typer.Argument(metavar="ID...", help=IDS_HELP, show_default=False)],
     yes: YesOpt = False,
     no_trash: NoTrashOpt = False,
     root_opt: RootOpt = None,
@@ -193,6 +248,7 @@ def delete(
     """Delete messages (into the trash unless --no-trash; undo with `qconsole trash restore`)."""
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="delete")
     ops.root.scan_queue(queue)  # unknown queue: say so before asking
+    ids = _given_ids(ops, "delete", (queue,), ids, confirmed=yes) or []
     how = "for good" if no_trash else "to the trash"
     _confirm(f"Delete {len(ids)} message(s) from {safe_name(queue)} {how}?", yes)
     _report(ops, ops.delete(queue, ids, trash=not no_trash))
@@ -236,6 +292,8 @@ def move(
 ) -> None:
     """Redrive messages into another queue: claim, publish into DEST by its protocol, drop the claim."""
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="move")
+    if not (all_ or state):  # beside --all/--state, '-' is refused by the operation ("one of them")
+        ids = _given_ids(ops, "move", (src, dest), ids)
     _report(ops, ops.move(src, dest, ids or None, all_=all_, state=state))
 
 

@@ -50,12 +50,14 @@ def ls_document(handle: Any, queue: str, scan: Any, count: int, shown: list[Any]
 
 def write_ls(root: str | None, layout: str, queue: str, *, state: str | None, limit: int | None,
              as_json: bool, grep: str | None = None, since: str | None = None,
-             older_than: str | None = None) -> None:
+             older_than: str | None = None, ids_only: bool = False) -> None:
     """Print ``qconsole ls QUEUE``: ready messages in the consumer's order, then held and writing ones."""
     from ..backends import open_target
 
     if state is not None and state not in STATES:
         raise QConsoleError(f"unknown state {state!r}: use one of {', '.join(STATES)}")
+    if ids_only and as_json:
+        raise QConsoleError("give --ids or --json, not both")
     handle = open_target(root, layout)
     # the console's columns, not a collected scan: a Message is made only for a row that is
     # filtered by its fields or shown (a million-message queue: a third of the memory)
@@ -87,6 +89,10 @@ def write_ls(root: str | None, layout: str, queue: str, *, state: str | None, li
                     break
         rows = found
     count = len(rows)
+    if ids_only:
+        ids = cols.ids
+        write_ids([ids[i] for i in (rows[:limit] if limit else rows)], count, scan.warnings)
+        return
     shown = [cols[i] for i in (rows[:limit] if limit else rows)]
     sizes = handle.message_sizes(queue, shown)
     if as_json:
@@ -118,3 +124,23 @@ def write_ls(root: str | None, layout: str, queue: str, *, state: str | None, li
         console.print(f"{len(shown)} of {count} shown (--limit)")
     for w in scan.warnings:
         console.print(f"[yellow]warning[/] {w}")
+
+
+def write_ids(ids: list[str], count: int, warnings: list[str]) -> None:
+    """``ls --ids``: one full id a line and nothing else on stdout, what ``requeue``/``delete``/
+    ``move`` read back from stdin with ``-``; notes on stderr. An id a line cannot carry is
+    left out with a warning, never written raw: RSMQ members are any bytes (a line end or
+    other control character, bytes that are not UTF-8, only blanks); file ids never are."""
+    from ..safetext import escape_controls
+
+    fit = [mid for mid in ids if mid.isprintable() and mid.strip()]
+    sys.stdout.flush()
+    sys.stdout.buffer.write("".join(mid + "\n" for mid in fit).encode())  # UTF-8, whatever the locale: what '-' reads
+    sys.stdout.flush()
+    if len(ids) < count:
+        sys.stderr.write(f"{len(ids)} of {count} shown (--limit)\n")
+    if len(fit) < len(ids):
+        sys.stderr.write(f"warning: {len(ids) - len(fit)} id(s) left out: control characters, undecodable bytes "
+                         "or only blanks cannot be given back one a line\n")
+    for w in warnings:
+        sys.stderr.write(f"warning: {escape_controls(w, keep_newlines=False)}\n")

@@ -76,7 +76,7 @@ def test_check_fast_path_matches_typer_on_roots(root, tmp_path, capsys, monkeypa
 LS_ARGS = [
     [], ["--json"], ["--state", "ready"], ["-s", "inflight", "--json"], ["--state=expired"], ["--state", "bogus"],
     ["--limit", "1"], ["-n", "2", "--json"], ["--limit=1", "--state", "ready"], ["--layout", "vsqs"],
-    ["--layout", "ddmq"], ["--read-only"],
+    ["--layout", "ddmq"], ["--read-only"], ["--ids"], ["--ids", "-s", "inflight", "-n", "1"], ["--ids", "--json"],
 ]
 
 
@@ -115,6 +115,7 @@ def test_fast_path_declines_a_read_only_variable_typer_refuses(monkeypatch):
 
 
 @pytest.mark.parametrize("argv", [["check", "{root}", "--warn-ready", "1"], ["ls", "jobs", "-r", "{root}", "--json"],
+                                  ["ls", "jobs", "-r", "{root}", "--ids"],
                                   ["check", "{root}", "--warn-age", "-5"], ["ls", "jobs"], ["check", "--help"]])
 def test_installed_console_script_matches_typer(root, argv):
     """Through the real entry point (the fast path, or typer when it declines), without importing typer when fast."""

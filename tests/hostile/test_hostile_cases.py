@@ -770,6 +770,28 @@ for label, ident in (("traversal", "../../outside/notes.txt"), ("absolute", "/et
         case(f"id-{label}-{cmd}", layouts=("vsqs",), cls="small",
              argv=[cmd, "jobs", ident] + (["--yes"] if cmd == "delete" else []), codes=(2,), keep=("*",))
 
+# ids on stdin ('-'): what is not a list of ids is one error line; a path is no id, even one naming
+# a message of another queue or outside; one bad id among good ones changes nothing at all
+def said(text: str):
+    def check(w, res, before, after) -> None:
+        assert text in res.stderr, res.stderr
+    return check
+
+
+STDIN_CMDS = {"requeue": ["requeue", "jobs", "-"], "delete": ["delete", "jobs", "-", "--yes"],
+              "move": ["move", "jobs", "other", "-"]}
+for cmd, argv in STDIN_CMDS.items():
+    for label, data, why in (("nul", vsqs_id(10).encode() + b"\x00\n", "stdin line 1 holds a NUL byte"),
+                             ("huge-line", b"1" * (1 << 20) + b"\n", "stdin line 1 is longer than 4096 bytes"),
+                             ("not-utf8", vsqs_id(10).encode() + b"\n\xff\n", "stdin line 2 is not UTF-8")):
+        case(f"stdin-{label}-{cmd}", layouts=("vsqs",), cls="small", argv=argv, stdin=data, keep=("*",), check=said(why))
+    for lay, ready, other in (("vsqs", vsqs_id(10), vsqs_id(20)),
+                              ("ddmq", f"{10:032x}", f"999.{NOW_S - 100}123456.ddmq{20:032x}")):
+        for label, data in (("traversal", "../../outside/1700000000000000"), ("other-queue", f"../other/{other}"),
+                            ("good-then-outside", f"{ready}\n../outside/notes.txt")):
+            case(f"stdin-{label}-{cmd}", layouts=(lay,), cls="small", argv=argv, stdin=f"{data}\n".encode(),
+                 keep=("*",), check=said(f"no message '{data.splitlines()[-1]}'"))
+
 case("payload-escapes-peek", cls="terminal",
      plant=lambda w: w.write(f"jobs/{vsqs_id(1)}", "\x1b]52;c;cHduZWQ=\x07\x1b[2J\x9b31m") if w.layout == "vsqs" else
      w.write(f"jobs/1.{NOW_S}000000.ddmq{1:032x}", ddmq_body("jobs", "\x1b]52;c;cHduZWQ=\x07\x1b[2J", 1, f"{NOW_S}000000", f"{1:032x}")),

@@ -14,7 +14,7 @@ from ..base import CHECK_TYPES, PARALLEL_SCAN, RECOVER, TRASH, Backend
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Iterable, Sequence
     from types import ModuleType
     from typing import Any
 
@@ -65,12 +65,6 @@ class FileBackend(Backend):
     capabilities = frozenset({TRASH, RECOVER, PARALLEL_SCAN, CHECK_TYPES})
     report_module = "qconsole.backends.fs.report_chunks"
     module: ModuleType
-    #: ``(done, total)`` called as a bulk change goes (the CLI's progress line on a terminal)
-    progress: Callable[[int, int], None] | None = None
-
-    def tick(self, done: int, total: int) -> None:
-        if self.progress is not None:
-            self.progress(done, total)
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -40,7 +40,7 @@ from .target import Target, connect, describe_error, parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import Any
 
     from ...payload import Payload
@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 CHUNK = 1000
 #: commands sent per round trip
 PIPELINE = 16
+#: per-message scripts a bulk change (requeue, delete, purge, move, trash restore) sends per round
+#: trip: each is still one atomic script, but the client waits once per batch, not per message; a
+#: batch runs on the server in a few ms, so clients beside it never wait longer than that
+SCRIPT_BATCH = 256
 #: a visible range up to this size is split into ready/expired by reading its receive counts;
 #: a bigger one by the HLEN arithmetic (O(1))
 EXACT_VISIBLE = 20_000
@@ -227,7 +231,10 @@ class RsmqBackend(Backend):
         try:
             return func(*args, **kwargs)
         except rx.RedisError as err:
-            raise RootError(self.spec.scrub(f"{self.target}: {describe_error(err)}")) from None
+            raise self._failed(err) from None
+
+    def _failed(self, err: Exception) -> RootError:
+        return RootError(self.spec.scrub(f"{self.target}: {describe_error(err)}"))
 
     def _script(self, name: str) -> Any:
         script = self._scripts.get(name)
@@ -237,6 +244,24 @@ class RsmqBackend(Backend):
 
     def _run_script(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
         return self._call(self._script(name), keys=keys, args=args, client=client)
+
+    def _each(self, name: str, keys: list[str], argvs: Sequence[list[Any]]) -> Iterator[tuple[int, str]]:
+        """``(i, answer)`` of script ``name`` run once per ``argvs[i]``, SCRIPT_BATCH calls a round
+        trip, progress after each batch. An error reply (e.g. a key of the wrong type) ends it with
+        one line, after the batch's other answers: those scripts did run."""
+        import redis.exceptions as rx
+
+        script = self._script(name)
+        for base in range(0, len(argvs), SCRIPT_BATCH):
+            pipe = self._pipe()
+            for args in argvs[base:base + SCRIPT_BATCH]:
+                script(keys=keys, args=args, client=pipe)
+            replies = self._call(pipe.execute, raise_on_error=False)
+            failed = next((r for r in replies if isinstance(r, rx.RedisError)), None)
+            yield from ((i, _s(r)) for i, r in enumerate(replies, base) if not isinstance(r, rx.RedisError))
+            if failed is not None:
+                raise self._failed(failed)
+            self.tick(base + len(replies), len(argvs))
 
     def _pipe(self) -> Any:
         return self._client.pipeline(transaction=False)  # never MULTI: read-only users count too
@@ -555,6 +580,7 @@ class RsmqBackend(Backend):
                     break
             if word == "ok":
                 done.append(_s(out[1]))
+                self.tick(len(done), len(payloads))  # (no round trip: a line on a terminal at most)
             elif word == "toolong":
                 raise OperationError(f"message of {len(body)} bytes is longer than the queue's maxsize "
                                      f"({_s(out[1])}); {len(done)} published before it")
@@ -580,10 +606,9 @@ class RsmqBackend(Backend):
         msgs = self._checked(msgs)
         keys = [self.zkey(queue), self.hkey(queue)]
         out: list[tuple[str, str | None]] = []
-        for m in msgs:
-            word = _s(self._run_script("REQUEUE", keys, self._seen(m)))
+        for i, word in self._each("REQUEUE", keys, [self._seen(m) for m in msgs]):
             # "visible": its timeout had passed already; the next receive takes it, as asked
-            out.append((m.id, None if word in ("ok", "visible") else (CONSUMED if word == "gone" else CHANGED)))
+            out.append((msgs[i].id, None if word in ("ok", "visible") else (CONSUMED if word == "gone" else CHANGED)))
         return out
 
     def remove(self, action: str, queue: str, msgs: Sequence[Message], *, use_trash: bool,
@@ -605,11 +630,11 @@ class RsmqBackend(Backend):
         out: list[tuple[str, str | None]] = []
         done = 0
         try:
-            for i, m in enumerate(msgs):
-                word = _s(self._run_script("REMOVE", keys, [*self._seen(m), "1" if use_trash else "", i]))
+            argvs = [[*self._seen(m), "1" if use_trash else "", i] for i, m in enumerate(msgs)]
+            for i, word in self._each("REMOVE", keys, argvs):
                 if word == "ok":
                     done += 1
-                out.append((m.id, None if word == "ok" else (CONSUMED if word == "gone" else CHANGED)))
+                out.append((msgs[i].id, None if word == "ok" else (CONSUMED if word == "gone" else CHANGED)))
         finally:
             if batch:
                 self._call(self._client.hset, meta, mapping={"count": done, "complete": 1})
@@ -629,11 +654,12 @@ class RsmqBackend(Backend):
         # oldest first (by the id's send time), whatever their state: each lands at Redis TIME, later
         # ones at the same or a later ms, and equal scores deliver in id order: DEST keeps the
         # order they were sent in (as the file backends' move does)
-        for m in sorted(msgs, key=lambda m: m.id):
-            word = _s(self._run_script("MOVE", keys, self._seen(m)))
-            reasons = {"gone": CONSUMED, "changed": CHANGED, "nodest": f"queue {dest!r} is gone",
-                       "exists": f"an id {m.id} is in {dest!r} already"}
-            out.append((m.id, None if word == "ok" else reasons.get(word, word)))
+        msgs = sorted(msgs, key=lambda m: m.id)
+        reasons = {"gone": CONSUMED, "changed": CHANGED, "nodest": f"queue {dest!r} is gone"}
+        for i, word in self._each("MOVE", keys, [self._seen(m) for m in msgs]):
+            mid = msgs[i].id
+            why = f"an id {mid} is in {dest!r} already" if word == "exists" else reasons.get(word, word)
+            out.append((mid, None if word == "ok" else why))
         return out
 
     @classmethod
@@ -720,8 +746,8 @@ class RsmqBackend(Backend):
         ids = [_s(m) for m in self._call(self._client.zrange, torder, 0, -1)]
         reasons = {"gone": "no longer in the trash", "noqueue": f"queue {queue!r} is gone",
                    "exists": f"an id like it is in {queue!r} again"}
-        for mid in ids:
-            word = _s(self._run_script("RESTORE", keys, [mid]))
+        for i, word in self._each("RESTORE", keys, [[mid] for mid in ids]):
+            mid = ids[i]
             if word == "ok":
                 done.append(mid)
             else:
@@ -732,9 +758,8 @@ class RsmqBackend(Backend):
 
     def trash_empty(self, older_than_s: float | None) -> list[str]:
         now = self.now()
-        gone = []
-        for b in self.trash_list():
-            if older_than_s is None or now - b.created_at >= older_than_s:
-                self._drop_batch(b.batch)
-                gone.append(b.batch)
-        return gone
+        old = [b.batch for b in self.trash_list() if older_than_s is None or now - b.created_at >= older_than_s]
+        for i, batch in enumerate(old):
+            self._drop_batch(batch)  # one round trip (UNLINK: freed off the server's main thread)
+            self.tick(i + 1, len(old))
+        return old
