@@ -16,7 +16,7 @@ Kept free of dataclasses/typing imports: ``qconsole stats`` imports this on ever
 
 from __future__ import annotations
 
-from ..errors import QConsoleError
+from ..errors import MessageNotFoundError, QConsoleError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -342,7 +342,6 @@ class Backend:
 
 def first_ready(scan: QueueScan) -> Message:
     """The message the real consumer would take next (first ready in delivery order)."""
-    from ..errors import MessageNotFoundError
     from ..states import READY
 
     for msg in scan.messages or ():
@@ -353,12 +352,18 @@ def first_ready(scan: QueueScan) -> Message:
 
 def find_message(scan: QueueScan, ident: str) -> Message:
     """The message with id (or file name) ``ident`` in a collected scan, or MessageNotFoundError."""
-    from ..errors import MessageNotFoundError
-
     for msg in scan.messages or ():
         if msg.id == ident or msg.relpath == ident or msg.name == ident:
             return msg
-    raise MessageNotFoundError(f"no message {ident!r} in queue {scan.name!r}")
+    raise no_message(ident, scan.name)
+
+
+def no_message(ident: str, queue: str) -> MessageNotFoundError:
+    """The error for an id not in ``queue``; for one typed as shown (``\\xff`` escapes), how to type it."""
+    hint = ""
+    if "\\x" in ident:  # outputs show undecodable bytes of an id or file name as \xNN
+        hint = " (an id shown with \\xNN escapes holds those bytes: type them, e.g. $'\\xff\\xfe' in bash)"
+    return MessageNotFoundError(f"no message {ident!r} in queue {queue!r}{hint}")
 
 
 next_message = first_ready

@@ -162,6 +162,7 @@ def ls_(
 def _find(cols: Any, ident: str) -> Any:
     """The message with id or file name ``ident`` in a queue's columns, then a unique id
     prefix (``ls`` shows ddmq ids shortened with '…'); a Message is made only for the hit."""
+    from ..backends.base import no_message
     from ..errors import MessageNotFoundError
 
     i = cols.index_of(ident)
@@ -176,7 +177,7 @@ def _find(cols: Any, ident: str) -> Any:
         return cols[hits[0]]
     if len(hits) > 1:
         raise MessageNotFoundError(f"{ident!r} matches {len(hits)} messages in {cols.queue!r}: give more of the id")
-    raise MessageNotFoundError(f"no message {ident!r} in queue {cols.queue!r}")
+    raise no_message(ident, cols.queue)
 
 
 def _next(cols: Any) -> Any:

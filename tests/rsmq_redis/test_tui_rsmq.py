@@ -163,6 +163,31 @@ async def test_mixed_session_shows_a_file_root_and_a_redis_target(pyrsmq, url, t
         assert len(qs.query_one("MessageList").messages) == 5
 
 
+async def test_queue_screen_shows_and_peeks_a_member_that_is_not_utf8(pyrsmq, url, r, ns) -> None:
+    """Anyone can ZADD a member of any bytes: the list shows it escaped, peek reads its body."""
+    from qconsole.screens.message_list import MessageList
+    from qconsole.screens.peek_screen import PeekScreen
+
+    ids = four_states(pyrsmq)
+    r.zadd(f"{ns}:jobs", {b"\xff\xfe": 1, b"ok\xc3": 2})
+    r.hset(f"{ns}:jobs:Q", mapping={b"\xff\xfe": b"planted body", b"ok\xc3": b"other"})
+    app = make_app([url])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        qs = await open_queue(pilot, "jobs", 0)
+        lst = qs.query_one(MessageList)
+        assert {m.id for m in lst.messages} == {*ids.values(), "\udcff\udcfe", "ok\udcc3"}
+        text = screen_text(app)
+        assert "\\xff\\xfe" in text and "ok\\xc3" in text and "\udcff" not in text
+        lst.cursor = [m.id for m in lst.messages].index("\udcff\udcfe")
+        await pilot.press("v")
+        await settle(pilot)
+        assert isinstance(app.screen, PeekScreen)
+        await pilot.pause(0.2)
+        await settle(pilot)
+        assert "planted body" in screen_text(app)
+
+
 def test_open_takes_several_targets_and_refuses_a_bad_one_in_one_line(url, tmp_path) -> None:
     droot, _ = build_fixture(str(tmp_path))
     bad = "redis://127.0.0.1:1?ns=x"

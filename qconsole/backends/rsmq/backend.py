@@ -99,6 +99,15 @@ def _s(value: Any) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
 
 
+def member(mid: str) -> bytes:
+    """The sorted-set member (and hash field) an id names: the bytes :func:`_s` decoded it from.
+
+    Members are any bytes (anyone can ZADD ``b"\\xff"``); as ids they are decoded with
+    surrogateescape, which redis-py (and hiredis, which packs str itself) cannot encode. So an id
+    goes back to Redis only through here, always as bytes, byte-identical to what was read."""
+    return mid.encode("utf-8", "surrogateescape")
+
+
 def _int(value: Any, default: int | None = None) -> int | None:
     if value is None:
         return default
@@ -473,7 +482,7 @@ class RsmqBackend(Backend):
         from ...errors import MessageNotFoundError
         from ...payload import payload_from_bytes
 
-        body = self._call(self._client.hget, self.hkey(msg.queue), msg.id)
+        body = self._call(self._client.hget, self.hkey(msg.queue), member(msg.id))
         if body is None:
             raise MessageNotFoundError(f"message {msg.id} is gone from {msg.queue!r} (consumed meanwhile?)")
         data = bytes(body)
@@ -485,9 +494,10 @@ class RsmqBackend(Backend):
 
     def message_fields(self, queue: str, mid: str) -> dict[str, Any]:
         """Peek's metadata: receive count, first receive (ms) and score, by plain reads."""
+        key = member(mid)
         pipe = self._pipe()
-        pipe.hmget(self.hkey(queue), [mid + ":rc", mid + ":fr"])
-        pipe.zscore(self.zkey(queue), mid)
+        pipe.hmget(self.hkey(queue), [key + b":rc", key + b":fr"])
+        pipe.zscore(self.zkey(queue), key)
         (rc, fr), score = self._call(pipe.execute)
         return {"rc": _int(rc, 0), "fr": _int(fr), "score": score}
 
@@ -498,7 +508,7 @@ class RsmqBackend(Backend):
             pipe = self._pipe()
             part = msgs[base:base + CHUNK]
             for m in part:
-                pipe.hstrlen(self.hkey(queue), m.id)
+                pipe.hstrlen(self.hkey(queue), member(m.id))
             for m, n in zip(part, self._call(pipe.execute)):
                 out[m.relpath] = n
         return out
@@ -592,7 +602,7 @@ class RsmqBackend(Backend):
 
     @staticmethod
     def _seen(msg: Message) -> list[Any]:
-        return [msg.id, repr(float(getattr(msg, "score", 0.0))), str(getattr(msg, "rc", 0) or 0)]
+        return [member(msg.id), repr(float(getattr(msg, "score", 0.0))), str(getattr(msg, "rc", 0) or 0)]
 
     def _checked(self, msgs: Sequence[Message]) -> list[Message]:
         for m in msgs:
@@ -743,10 +753,11 @@ class RsmqBackend(Backend):
         keys = [self.zkey(queue), self.hkey(queue), tmsgs, torder]
         done: list[str] = []
         skipped: list[tuple[str, str]] = []
-        ids = [_s(m) for m in self._call(self._client.zrange, torder, 0, -1)]
+        members = self._call(self._client.zrange, torder, 0, -1)  # raw: they go back as they are
+        ids = [_s(m) for m in members]
         reasons = {"gone": "no longer in the trash", "noqueue": f"queue {queue!r} is gone",
                    "exists": f"an id like it is in {queue!r} again"}
-        for i, word in self._each("RESTORE", keys, [[mid] for mid in ids]):
+        for i, word in self._each("RESTORE", keys, [[m] for m in members]):
             mid = ids[i]
             if word == "ok":
                 done.append(mid)
