@@ -10,6 +10,8 @@ CHANGED = "changed underneath"
 CONSUMED = "already consumed"
 ALREADY_READY = "already ready"
 NOT_HELD = "not in flight"
+#: an id of a selection (ids on stdin) that the queue no longer holds when the change runs
+NOT_IN_QUEUE = "not in the queue any more"
 
 
 @dataclass

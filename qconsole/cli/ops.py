@@ -17,7 +17,8 @@ from .common import AuditLogOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootOpt, fail
 
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 NoTrashOpt = Annotated[bool, typer.Option("--no-trash", help="Really unlink (no undo) instead of moving to the trash.")]
-IDS_HELP = "Message ids (or file names); '-' alone: read them from stdin, one a line (as `qconsole ls QUEUE --ids` prints them)."
+IDS_HELP = ("Message ids (or file names); '-' alone: read them from stdin, one a line (as `qconsole ls QUEUE --ids` "
+            "prints them; one no longer in the queue is skipped, a typed one that is not fails the command).")
 IdsArg = Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...", help=IDS_HELP, show_default=False)]
 
 #: the longest line '-' takes from stdin: ids and file names in a queue are far shorter (NAME_MAX is 255)
@@ -100,12 +101,16 @@ def _confirm(question: str, yes: bool) -> None:
 
 
 def _given_ids(ops: Any, action: str, queues: tuple[str, ...], ids: list[str] | None, *,
-               confirmed: bool = True) -> list[str] | None:
+               confirmed: bool = True) -> tuple[list[str] | None, str]:
     """``ids`` as typed, or for a lone ``-`` the ids on stdin (see :func:`_read_ids`): argv is
     capped at ~2 MB, a script's selection of 100k messages is not. Nothing on stdin: says
-    ``0 done`` and ends the command (an empty selection in a pipeline is not an error)."""
+    ``0 done`` and ends the command (an empty selection in a pipeline is not an error).
+
+    With them what the operation does with an id not in the queue (``missing=``): typed ones
+    fail the command (a typo must not silently do nothing); ones on stdin are a selection
+    listed earlier, of which a live queue consumes some before the change: skipped."""
     if not ids or "-" not in ids:
-        return ids or None
+        return ids or None, "fail"
     if len(ids) > 1:
         raise fail("give '-' alone (ids on stdin) or the ids themselves, not both")
     if sys.stdin is None or sys.stdin.isatty():
@@ -118,7 +123,7 @@ def _given_ids(ops: Any, action: str, queues: tuple[str, ...], ids: list[str] | 
             ops.root.require_queue(q)  # an unknown queue is still an error
         _say(f"{action} {queues[0]}: 0 done (no ids on stdin)")
         raise typer.Exit(0)
-    return read
+    return read, "skip"
 
 
 def _read_ids(stream: Any) -> list[str]:
@@ -229,8 +234,8 @@ def requeue(
 ) -> None:
     """Put consumed (in-flight/expired) messages back to ready, as the client's own requeue does."""
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="requeue")
-    ids = _given_ids(ops, "requeue", (queue,), ids)
-    _report(ops, ops.requeue(queue, ids, expired_only=expired, all_held=all_))
+    ids, missing = _given_ids(ops, "requeue", (queue,), ids)
+    _report(ops, ops.requeue(queue, ids, expired_only=expired, all_held=all_, missing=missing))
 
 
 @app.command()
@@ -248,10 +253,11 @@ def delete(
     """Delete messages (into the trash unless --no-trash; undo with `qconsole trash restore`)."""
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="delete")
     ops.root.scan_queue(queue)  # unknown queue: say so before asking
-    ids = _given_ids(ops, "delete", (queue,), ids, confirmed=yes) or []
+    picked, missing = _given_ids(ops, "delete", (queue,), ids, confirmed=yes)
+    ids = picked or []
     how = "for good" if no_trash else "to the trash"
     _confirm(f"Delete {len(ids)} message(s) from {safe_name(queue)} {how}?", yes)
-    _report(ops, ops.delete(queue, ids, trash=not no_trash))
+    _report(ops, ops.delete(queue, ids, trash=not no_trash, missing=missing))
 
 
 @app.command()
@@ -292,9 +298,10 @@ def move(
 ) -> None:
     """Redrive messages into another queue: claim, publish into DEST by its protocol, drop the claim."""
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="move")
+    missing = "fail"
     if not (all_ or state):  # beside --all/--state, '-' is refused by the operation ("one of them")
-        ids = _given_ids(ops, "move", (src, dest), ids)
-    _report(ops, ops.move(src, dest, ids or None, all_=all_, state=state))
+        ids, missing = _given_ids(ops, "move", (src, dest), ids)
+    _report(ops, ops.move(src, dest, ids or None, all_=all_, state=state, missing=missing))
 
 
 @app.command()

@@ -9,7 +9,7 @@ success), and appends one audit-log line.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..backends.base import DELETE_QUEUE, SETTINGS, Backend, Unsupported, find_message
@@ -17,12 +17,17 @@ from ..errors import MessageNotFoundError, QConsoleError, SettingsError
 from ..model import Message, QueueScan
 from ..states import DELAYED, EXPIRED, INFLIGHT, READY
 from . import audit
-from .result import ALREADY_READY, NOT_HELD, OperationError, OpResult, ReadOnlyError, TrashBatch
+from .result import ALREADY_READY, NOT_HELD, NOT_IN_QUEUE, OperationError, OpResult, ReadOnlyError, TrashBatch
 
 #: seconds save_settings waits before reading a saved setting back (see the ddmq backend)
 SETTLE_S = 0.2
 
 PURGEABLE = (READY, INFLIGHT, EXPIRED, DELAYED)
+#: what requeue/delete/move do with an id that is not in the queue: "fail" refuses the whole
+#: change before anything changes (ids typed by hand: a typo must not silently do nothing);
+#: "skip" reports it as skipped and does the rest (a selection listed earlier, e.g. on stdin:
+#: on a live queue some of it is consumed before the change runs)
+MISSING = ("fail", "skip")
 
 
 class Operations:
@@ -81,23 +86,32 @@ class Operations:
             self._tally(result, mid, reason)
         return result
 
-    def _pick(self, scan: QueueScan, ids: list[str]) -> list[Message]:
-        """Every id must exist (checked before anything changes). One index of the scan for
-        all ids: a lookup per id in the list made deleting 40k ids of a 100k queue quadratic."""
+    def _pick(self, scan: QueueScan, ids: list[str], missing: str) -> tuple[list[Message], list[tuple[str, str]]]:
+        """The messages ``ids`` name, each once, and the ids skipped as not in the queue. With
+        ``missing="fail"`` every id must exist (checked before anything changes). One index of
+        the scan for all ids: a lookup per id in the list made deleting 40k ids of a 100k
+        queue quadratic."""
+        if missing not in MISSING:
+            raise OperationError(f"missing= takes one of {', '.join(MISSING)}, not {missing!r}")
         index: dict[str, Message] = {}
         for m in scan.messages or ():  # first match wins, as find_message's scan order
             for key in (m.id, m.relpath, m.name):
                 index.setdefault(key, m)
         msgs = []
+        skipped: dict[str, tuple[str, str]] = {}
         seen = set()
         for ident in ids:
             msg = index.get(ident) if isinstance(ident, str) else None
             if msg is None:
-                msg = find_message(scan, ident)  # raises MessageNotFoundError with its message
+                if missing == "fail" or not isinstance(ident, str):
+                    msg = find_message(scan, ident)  # raises MessageNotFoundError with its message
+                else:
+                    skipped.setdefault(ident, (ident, NOT_IN_QUEUE))
+                    continue
             if msg.id not in seen:
                 seen.add(msg.id)
                 msgs.append(msg)
-        return msgs
+        return msgs, list(skipped.values())
 
     # ------------------------------------------------------------------ publish
 
@@ -116,22 +130,25 @@ class Operations:
     # ------------------------------------------------------------------ requeue
 
     def requeue(self, queue: str, ids: list[str] | None = None, *, expired_only: bool = False,
-                all_held: bool = False) -> OpResult:
+                all_held: bool = False, missing: str = "fail") -> OpResult:
+        """Held messages back to ready: ``ids`` (see :data:`MISSING` for ``missing``), or every
+        expired one, or every held one."""
         self._guard("requeue")
         scan = self._scan(queue)
+        gone: list[tuple[str, str]] = []
         if ids:
-            msgs = self._pick(scan, ids)
+            msgs, gone = self._pick(scan, ids, missing)
         elif all_held or expired_only:
             msgs = [m for m in scan.held_messages() if all_held or m.state == EXPIRED]
         else:
             raise OperationError("requeue what? give message ids, --expired or --all")
         if expired_only and ids:
             msgs = [m for m in msgs if m.state == EXPIRED]
-        return self._run("requeue", queue, lambda: self._requeue(queue, msgs),
+        return self._run("requeue", queue, lambda: self._requeue(queue, msgs, gone),
                          selection="ids" if ids else ("all" if all_held else "expired"))
 
-    def _requeue(self, queue: str, msgs: list[Message]) -> OpResult:
-        skipped: list[tuple[str, str | None]] = []
+    def _requeue(self, queue: str, msgs: list[Message], gone: list[tuple[str, str]]) -> OpResult:
+        skipped: list[tuple[str, str | None]] = [*gone]
         held = []
         for msg in msgs:
             if msg.state == READY:
@@ -151,16 +168,17 @@ class Operations:
 
     # ------------------------------------------------------------------ delete / purge
 
-    def delete(self, queue: str, ids: list[str], *, trash: bool = True) -> OpResult:
+    def delete(self, queue: str, ids: list[str], *, trash: bool = True, missing: str = "fail") -> OpResult:
+        """Messages ``ids`` into the trash (or gone for good); see :data:`MISSING` for ``missing``."""
         self._guard("delete")
         if not ids:
             raise OperationError("delete what? give one or more message ids")
         scan = self._scan(queue)
-        msgs = self._pick(scan, ids)
+        msgs, gone = self._pick(scan, ids, missing)
         for m in msgs:
             if m.state not in PURGEABLE:
                 raise OperationError(f"message {m.id} is being written ({m.state}); not deleted")
-        return self._run("delete", queue, lambda: self._remove("delete", queue, msgs, trash), trash=trash)
+        return self._run("delete", queue, lambda: self._remove("delete", queue, msgs, trash, gone), trash=trash)
 
     def purge(self, queue: str, *, state: str | None = None, trash: bool = True) -> OpResult:
         self._guard("purge")
@@ -175,16 +193,19 @@ class Operations:
         scan = self._scan(queue)
         return [m for m in scan.messages or () if (m.state == state if state else m.state in PURGEABLE)]
 
-    def _remove(self, action: str, queue: str, msgs: list[Message], use_trash: bool) -> OpResult:
+    def _remove(self, action: str, queue: str, msgs: list[Message], use_trash: bool,
+                gone: Sequence[tuple[str, str]] = ()) -> OpResult:
         outcomes, batch = self.root.remove(action, queue, msgs, use_trash=use_trash, user=audit.user_name())
-        result = self._tallied(action, queue, outcomes)
+        result = self._tallied(action, queue, [*gone, *outcomes])
         result.batch = batch
         return result
 
     # ------------------------------------------------------------------ move
 
     def move(self, src: str, dest: str, ids: list[str] | None = None, *, all_: bool = False,
-             state: str | None = None) -> OpResult:
+             state: str | None = None, missing: str = "fail") -> OpResult:
+        """Messages into another queue: ``ids`` (see :data:`MISSING` for ``missing``), every one,
+        or every one in ``state``."""
         self._guard("move")
         self.root.validate_queue_name(src)
         self.root.validate_queue_name(dest)
@@ -196,14 +217,16 @@ class Operations:
             raise OperationError("move what? give message ids, --all or --state S (one of them)")
         scan = self._scan(src)
         self.root.require_queue(dest)
+        gone: list[tuple[str, str]] = []
         if ids:
-            msgs = self._pick(scan, ids)
+            msgs, gone = self._pick(scan, ids, missing)
             for m in msgs:
                 if m.state not in PURGEABLE:
                     raise OperationError(f"message {m.id} is being written; not moved")
         else:
             msgs = [m for m in scan.messages or () if (m.state == state if state else m.state in PURGEABLE)]
-        return self._run("move", src, lambda: self._tallied("move", src, self.root.move(src, dest, msgs)), dest=dest)
+        return self._run("move", src, lambda: self._tallied("move", src, [*gone, *self.root.move(src, dest, msgs)]),
+                         dest=dest)
 
     # ------------------------------------------------------------------ settings / create
 

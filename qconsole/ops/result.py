@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..errors import OperationError, QConsoleError  # noqa: F401 (OperationError re-exported)
 
-from ..backends.results import ALREADY_READY, CHANGED, CONSUMED, NOT_HELD, TrashBatch  # noqa: F401 (re-exported)
+from ..backends.results import ALREADY_READY, CHANGED, CONSUMED, NOT_HELD, NOT_IN_QUEUE, TrashBatch  # noqa: F401 (re-exported)
 
 
 class ReadOnlyError(QConsoleError):
