@@ -105,9 +105,14 @@ def render_pretty(scan: RootScan, version: int = 2) -> str:
         """ddmq's ``{priority: {state: count}}``, the usual shape written directly."""
         parts = []
         for prio, figures in by.items():
-            if type(prio) is str and type(figures) is dict and tuple(figures) == triple:
-                values = tuple(figures.values())
-                if set(map(type, values)) == {int}:
+            if type(prio) is str and type(figures) is dict and len(figures) == 3:
+                try:
+                    values = figures["ready"], figures["inflight"], figures["expired"]
+                except KeyError:
+                    values = None
+                # the same keys in the same order, and plain ints (%d would print True as 1)
+                if values is not None and type(values[0]) is int and type(values[1]) is int \
+                        and type(values[2]) is int and tuple(figures) == triple:
                     parts.append(_string(prio) + triple_text % values)
                     continue
             if type(prio) is not str or type(figures) is not dict or not figures \
@@ -116,6 +121,14 @@ def render_pretty(scan: RootScan, version: int = 2) -> str:
             inner = ",\n          ".join([_string(k) + ": " + int.__repr__(v) for k, v in figures.items()])
             parts.append(_string(prio) + ": {\n          " + inner + "\n        }")
         return "{\n        " + ",\n        ".join(parts) + "\n      }" if parts else "{}"
+
+    def lines(values: list[str]) -> str:
+        """A queue's warnings or errors: a list of strings, the usual case, written directly."""
+        if not values:
+            return "[]"
+        if all(type(v) is str for v in values):
+            return "[\n        " + ",\n        ".join(map(_string, values)) + "\n      ]"
+        return sub(list(values))
 
     def one(q: QueueScan) -> str:
         counts = q.counts
@@ -131,8 +144,7 @@ def render_pretty(scan: RootScan, version: int = 2) -> str:
             text += ',\n      "by_priority": ' + priorities(q.by_priority)
         if q.extras is not None and version >= 2:
             text += ",\n      " + _string(q.layout) + ": " + sub(dict(q.extras))
-        text += (',\n      "warnings": ' + sub(list(q.warnings))) if q.warnings else ',\n      "warnings": []'
-        text += (',\n      "errors": ' + sub(list(q.errors))) if q.errors else ',\n      "errors": []'
+        text += ',\n      "warnings": ' + lines(q.warnings) + ',\n      "errors": ' + lines(q.errors)
         return text + "\n    }"
 
     try:
