@@ -58,9 +58,10 @@ def queue_scans(draw):
     q.oldest_ready_created = draw(maybe_time)
     q.next_deadline = draw(maybe_time)
     q.by_priority = draw(st.one_of(st.none(), st.dictionaries(st.text(max_size=4), st.dictionaries(
-        st.sampled_from(["ready", "inflight", "expired"]), small, max_size=3), max_size=3)))
+        st.sampled_from(["ready", "inflight", "expired"]), st.one_of(small, st.booleans()), max_size=3), max_size=3)))
     q.extras = draw(st.one_of(st.none(), st.dictionaries(st.text(max_size=6), scalars, max_size=4)))
-    q.warnings = draw(lines)
+    # a line that is not a string (none is, from a backend) goes the generic way
+    q.warnings = draw(st.one_of(lines, st.lists(st.one_of(st.text(max_size=4), small, st.none()), max_size=3)))
     q.errors = draw(lines)
     return q
 
