@@ -51,18 +51,22 @@ def detect_layout(root: str) -> str:
     if os.path.isfile(os.path.join(root, DDMQ_CONFIG)):
         return DDMQ
     try:
-        subdirs = [
-            e.path for e in os.scandir(root)
-            if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
-        ]
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
         raise RootError(f"cannot read root {root}: {err.strerror}") from None
-    if any(map(is_ddmq_queue_dir, subdirs)):  # one failed stat per directory, mostly
-        return DDMQ
+    try:  # each sub-directory is checked relative to the root's descriptor: no path per queue
+        with os.scandir(fd) as it:
+            subdirs = [e.name for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)]
+        if any(is_ddmq_queue_dir(name, fd) for name in subdirs):  # one failed stat per directory, mostly
+            return DDMQ
+    except OSError as err:
+        raise RootError(f"cannot read root {root}: {err.strerror}") from None
+    finally:
+        os.close(fd)
     looks_like_queue = module_for(VSQS).looks_like_queue
-    for path in subdirs:
+    for name in subdirs:
         try:
-            if looks_like_queue(path):
+            if looks_like_queue(os.path.join(root, name)):
                 return VSQS
         except OSError:
             continue
