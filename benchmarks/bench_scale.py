@@ -45,7 +45,11 @@ Trees are written with os.open/os.write (not the clients: far too slow at 1M) an
 under ``--cache`` (default /tmp/qc-scale) between runs; stats trees hold empty files (a
 scan never opens one). ``--quick`` shrinks every size for a smoke run.
 
-Run: ``.venv/bin/python benchmarks/bench_scale.py [--quick] [--cold] [--bulk] [--shapes big,many]``
+``--regular`` times a regular (non-editable) install of this checkout, built into a venv of its
+own, as an operator installs qconsole; ``--baseline-src DIR`` does the same for the baseline.
+An editable install carries setuptools' import finder (~13 ms) in every start.
+
+Run: ``.venv/bin/python benchmarks/bench_scale.py [--quick] [--cold] [--bulk] [--shapes big,many] [--regular]``
 """
 
 from __future__ import annotations
@@ -327,7 +331,8 @@ def bench_startup(args: argparse.Namespace) -> dict:
         "ls (piped)": [QCONSOLE, "ls", "q00"],
         "ls (terminal)": [QCONSOLE, "ls", "q00"],
         "ls --json": [QCONSOLE, "ls", "q00", "--json"],
-        "python -c pass": [sys.executable, "-c", "pass"],
+        # the interpreter qconsole's script runs on (a regular install's venv has its own)
+        "python -c pass": [os.path.join(os.path.dirname(QCONSOLE), "python"), "-c", "pass"],
     }
     # the terminal table (Rich) as an operator sees it: Rich's own switch, no pty needed
     envs = {k: dict(env, TTY_COMPATIBLE="1") if k == "ls (terminal)" else env for k in cmds}
@@ -671,6 +676,29 @@ UNLINK_LOOP = (
 # --------------------------------------------------------------------------- main
 
 
+def regular_install(src: str, cache: str, label: str) -> str:
+    """A regular (non-editable) install of the checkout ``src``, as an operator's ``pip install``
+    makes it, in a venv of its own under ``cache``; its console script. An editable install
+    adds setuptools' import finder (~13 ms: pathlib, urllib, ipaddress) to every start, which
+    no operator pays. The dependencies come from this venv (a path entry: its .pth files, the
+    editable finder among them, are not run)."""
+    import sysconfig
+
+    venv = os.path.join(cache, f"venv-regular-{label}")
+    shutil.rmtree(venv, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    pip = [sys.executable, "-m", "pip", "--python", os.path.join(venv, "bin", "python"), "-q"]
+    with tempfile.TemporaryDirectory() as wheels:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, src], check=True)
+        wheel = [os.path.join(wheels, w) for w in os.listdir(wheels) if w.endswith(".whl")]
+        subprocess.run([*pip, "install", "--no-deps", *wheel], check=True)
+    site = subprocess.run([os.path.join(venv, "bin", "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(site, "zz-bench-deps.pth"), "w") as fh:
+        fh.write(sysconfig.get_paths()["purelib"] + "\n")
+    return os.path.join(venv, "bin", "qconsole")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
@@ -693,12 +721,21 @@ def main() -> None:
     ap.add_argument("--qconsole", help="the qconsole console script to time (default: this venv's)")
     ap.add_argument("--baseline", help="another qconsole console script timed in the same rounds (before/after; "
                     "bulk operations too)")
+    ap.add_argument("--regular", action="store_true",
+                    help="time a regular (non-editable) install of this checkout, as operators install it")
+    ap.add_argument("--baseline-src", help="a checkout to install regularly and time as --baseline")
     ap.add_argument("--ops", default="", help="only bulk cases whose label holds one of these comma-separated words")
     args = ap.parse_args()
+    global QCONSOLE
     if args.qconsole:  # e.g. an older checkout's venv, for before/after figures
-        global QCONSOLE
         QCONSOLE = args.qconsole
     OPS.extend(w for w in args.ops.split(",") if w)
+    os.makedirs(args.cache, exist_ok=True)
+    if args.regular:
+        QCONSOLE = regular_install(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), args.cache, "this")
+        print(f"timing a regular install: {QCONSOLE}", flush=True)
+    if args.baseline_src:
+        args.baseline = regular_install(args.baseline_src, args.cache, "baseline")
     if args.baseline:
         global BASELINE
         BASELINE = args.baseline
