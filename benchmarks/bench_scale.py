@@ -249,11 +249,32 @@ CLIENT_VSQS = (
 )
 
 
+#: A floor for any Python program on this machine: the interpreter starts (no import), lists
+#: every directory a scan must list (the queues, and ddmq's work/) split between two processes
+#: as the root allows, counts the names, prints the sum. Nothing parsed, no document written:
+#: if this is slower than ``find``, so is every Python implementation of ``stats``.
+PY_FLOOR = (
+    "import os\n"
+    "root = {root!r}\n"
+    "dirs = [os.path.join(root, e.name) for e in os.scandir(root) if e.is_dir(follow_symlinks=False)]\n"
+    "dirs += [w for w in (os.path.join(d, 'work') for d in dirs) if os.path.isdir(w)]\n"
+    "r, w = os.pipe()\n"
+    "pid = os.fork() if len(dirs) > 1 else -1\n"
+    "n = sum(len(os.listdir(d)) for d in dirs[(pid == 0)::2 if pid >= 0 else 1])\n"
+    "if pid == 0:\n"
+    "    os.write(w, str(n).encode()); os._exit(0)\n"
+    "if pid > 0:\n"
+    "    os.close(w); n += int(os.read(r, 64)); os.waitpid(pid, 0)\n"
+    "print(n)\n"
+)
+
+
 def count_commands(layout: str, root: str) -> dict[str, list[str]]:
     client = (CLIENT_DDMQ if layout == "ddmq" else CLIENT_VSQS).format(tests=TESTS, root=root)
     return {
         "find": ["sh", "-c", f"find '{root}' -type f | wc -l"],
         "client": [sys.executable, "-c", client],
+        "python floor": [os.path.join(os.path.dirname(QCONSOLE), "python"), "-c", PY_FLOOR.format(root=root)],
         "stats": [QCONSOLE, "stats", "--json", root],
         "check": [QCONSOLE, "check", root],
         **({"stats (baseline)": [BASELINE, "stats", "--json", root], "check (baseline)": [BASELINE, "check", root]}
@@ -310,6 +331,9 @@ def print_counts(row: dict) -> None:
     f, c = row["find"]["ms"], row["client"]["ms"]
     print(f"[{row['layout']:4} {row['shape']:6} {row['cache']}] {row['messages']:>9,} msgs / {row['queues']:>4} queues:"
           f"  find {f:7.0f} ms ({row['find']['rss_mb']:4.0f} MB)  client {c:7.0f} ms ({row['client']['rss_mb']:4.0f} MB)",
+          flush=True)
+    fl = row["python floor"]
+    print(f"    python floor   {fl['ms']:7.0f} ms = {fl['ms'] / f:5.2f}x find (start, list in 2 processes, nothing parsed)",
           flush=True)
     for k in ("stats", "check", "stats (baseline)", "check (baseline)"):
         if k not in row:

@@ -78,9 +78,13 @@ def test_auto_jobs_stays_single_for_small_roots():
 
 
 def test_pack_round_trips_every_field():
-    scan = QueueScan("q", "ddmq", 1.5, {"ready": 3}, 1.25, None, {"9": {"ready": 3}}, ["e"], ["w"], 1e6)
+    # every field a distinct value: one rebuilt in the wrong position would show
+    scan = QueueScan("q", "ddmq", 1.5, {"ready": 3}, 1.25, 2.75, {"9": {"ready": 3}}, ["e"], ["w"], 1e6,
+                     extras={"vt": 30})
     (back,) = parallel._unpack(parallel._pack([scan]))
     assert back == scan
+    assert {f: getattr(back, f) for f in QueueScan.__slots__} == {f: getattr(scan, f) for f in QueueScan.__slots__}
+    assert back.messages is None  # never sent: a count collects none
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")

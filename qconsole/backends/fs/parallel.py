@@ -30,8 +30,10 @@ MIN_PARALLEL_BYTES = 1_500_000
 #: at most this many processes, however many cores: a shared login node is not ours alone
 MAX_JOBS = 4
 
-#: what a child sends back per queue: every QueueScan field but the (uncollected) messages
+#: what a child sends back per queue: every QueueScan field but the (uncollected) messages, in
+#: the order of QueueScan's arguments (its slots' order), so a scan is rebuilt positionally
 _FIELDS = tuple(s for s in QueueScan.__slots__ if s != "messages")
+_MESSAGES_AT = QueueScan.__slots__.index("messages")
 
 
 def available_cpus() -> int:
@@ -111,7 +113,8 @@ def _pack(scans: list[QueueScan]) -> bytes:
 
 
 def _unpack(data: bytes) -> list[QueueScan]:
-    return [QueueScan(**dict(zip(_FIELDS, values))) for values in marshal.loads(data)]
+    at = _MESSAGES_AT  # positional: half the time of keywords, for thousands of queues
+    return [QueueScan(*values[:at], None, *values[at:]) for values in marshal.loads(data)]
 
 
 def _take(work: int, order: list[str], chunk: int, scan_share: Callable[[list[str]], list[QueueScan]]) -> list[QueueScan]:
