@@ -23,12 +23,13 @@ FORMATS = (*MACHINE_FORMATS, "table")
 
 
 def render_machine(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> str:
-    """A RootScan as the stats JSON document (schema ``qconsole.stats/<schema>``) or Prometheus text."""
+    """A RootScan as the stats JSON document (schema ``qconsole.stats/<schema>``) or Prometheus text.
+    The pretty document takes the queues' parts the scan wrote (:func:`queue_parts`), if any."""
     if fmt == "json":
         if pretty:
             from .output.stats_json import render_pretty
 
-            return render_pretty(scan, schema) + "\n"
+            return render_pretty(scan, schema, scan.per_queue) + "\n"
         from .output.jsontext import dumps
         from .output.stats_json import stats_document
 
@@ -134,6 +135,17 @@ def _parse(argv: list[str]) -> dict[str, Any] | None:
     return parse_args("stats", argv)
 
 
+def queue_parts(fmt: str, schema: int) -> Any:
+    """What the scan should write of each queue as it goes, for render_machine: the pretty
+    JSON document's part, written by whichever forked scanner counted the queue (that work
+    is shared out too); None for the other formats."""
+    if fmt != "json":
+        return None
+    from .output.stats_json import queue_text
+
+    return lambda scan, now: queue_text(scan, now, schema)
+
+
 def write_stats(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> None:
     """A RootScan to stdout in one of FORMATS (the table through Rich, imported only for it)."""
     if fmt in MACHINE_FORMATS:
@@ -157,7 +169,8 @@ def fast_stats(argv: list[str]) -> int | None:
     def body() -> None:
         handle = open_target(pick_root(opts["root"], opts["root_opt"]), opts["layout"])
         try:
-            scan = handle.scan(opts["queues"] or None, check_types=opts["check_types"], jobs=opts["jobs"])
+            scan = handle.scan(opts["queues"] or None, check_types=opts["check_types"], jobs=opts["jobs"],
+                               each=queue_parts(opts["fmt"], opts["schema"]))
         finally:
             handle.close()  # a Redis connection; nothing for a directory
         write_stats(scan, opts["fmt"], pretty=True, schema=opts["schema"])

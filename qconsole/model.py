@@ -164,7 +164,7 @@ class QueueScan(_Record):
 class RootScan(_Record):
     """Every queue of a root, scanned once."""
 
-    __slots__ = ("root", "layout", "generated_at", "duration_s", "queues", "errors")
+    __slots__ = ("root", "layout", "generated_at", "duration_s", "queues", "errors", "per_queue")
 
     def __init__(
         self,
@@ -174,6 +174,7 @@ class RootScan(_Record):
         duration_s: float,
         queues: list[QueueScan],
         errors: list[str] | None = None,
+        per_queue: list[Any] | None = None,
     ) -> None:
         self.root = root
         self.layout = layout
@@ -181,6 +182,8 @@ class RootScan(_Record):
         self.duration_s = duration_s
         self.queues = queues
         self.errors: list[str] = [] if errors is None else errors
+        #: what the scan's ``each`` made of every queue (in ``queues``' order), when asked for
+        self.per_queue = per_queue
 
     def totals(self) -> dict[str, int]:
         out = dict.fromkeys(STATES, 0)

@@ -197,7 +197,12 @@ class Backend:
         raise NotImplementedError
 
     def scan(self, queues: Iterable[str] | None = None, now: float | None = None, *,
-             check_types: bool = False, jobs: int | None = 1) -> RootScan:
+             check_types: bool = False, jobs: int | None = 1,
+             each: Callable[[QueueScan, float], Any] | None = None) -> RootScan:
+        """Counts of every queue (or the named ones) at one moment, the store's own clock's
+        when ``now`` is None. ``jobs``: processes to scan with, where the store gains from
+        several (None: as many as pay off). ``each(scan, now)``: run on every queue's scan,
+        in whichever process made it; its results go to ``RootScan.per_queue``."""
         raise NotImplementedError
 
     def scan_queue(self, name: str, now: float | None = None, *, collect: bool = False,

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..errors import QConsoleError
-from ..fastpath import fast_stats, write_stats  # noqa: F401 (fast_stats re-exported)
+from ..fastpath import fast_stats, queue_parts, write_stats  # noqa: F401 (fast_stats re-exported)
 from ..backends.base import Backend
 from ..backends import open_target
 from ..states import STATES
@@ -42,7 +42,8 @@ def _stats_once(
     handle: Backend, queue: list[str] | None, fmt: Format, *, pretty: bool, check_types: bool, jobs: int | None,
     schema: int = 2,
 ) -> None:
-    write_stats(handle.scan(queue, check_types=check_types, jobs=jobs), fmt.value, pretty=pretty, schema=schema)
+    each = queue_parts(fmt.value, schema) if pretty else None
+    write_stats(handle.scan(queue, check_types=check_types, jobs=jobs, each=each), fmt.value, pretty=pretty, schema=schema)
 
 
 @app.command()

@@ -58,7 +58,7 @@ def test_the_pool_hands_each_queue_to_exactly_one_process(tmp_path):
                 time.sleep(0.5)  # the first chunk is slow: the others take the rest meanwhile
             return [QueueScan(n, "vsqs", 1.0, {{"ready": int(n[1:])}}) for n in share]
         done = parallel.scan_pooled(names, 3, scan_share)
-        print(json.dumps([done[n].counts["ready"] for n in names]))
+        print(json.dumps([done[n][0].counts["ready"] for n in names]))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == list(range(1000))
@@ -81,7 +81,8 @@ def test_pack_round_trips_every_field():
     # every field a distinct value: one rebuilt in the wrong position would show
     scan = QueueScan("q", "ddmq", 1.5, {"ready": 3}, 1.25, 2.75, {"9": {"ready": 3}}, ["e"], ["w"], 1e6,
                      extras={"vt": 30})
-    (back,) = parallel._unpack(parallel._pack([scan]))
+    ((back, extra),) = parallel._unpack(parallel._pack([(scan, "its text")]))
+    assert extra == "its text"
     assert back == scan
     assert {f: getattr(back, f) for f in QueueScan.__slots__} == {f: getattr(scan, f) for f in QueueScan.__slots__}
     assert back.messages is None  # never sent: a count collects none
@@ -116,6 +117,46 @@ def test_forked_scan_equals_one_process_and_a_failed_child_is_rescanned(tmp_path
     assert out.stderr == ""
     assert one == two == again
     assert [q[1]["ready"] for q in one] == [30, 7, 12, 0, 3]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_parts_written_by_forked_scanners_make_the_same_document(tmp_path):
+    # each process writes its queues' parts of the stats document; the parent's document must be
+    # byte for byte the one written from the scans alone, also when a child dies (rescanned here)
+    root = _vsqs_root(tmp_path, [30, 7, 12, 0, 3, 9, 1])
+    code = textwrap.dedent(f"""
+        import json, os
+        from qconsole.backends import open_target as Root
+        from qconsole.fastpath import queue_parts, render_machine
+        from qconsole.output.jsontext import dumps_pretty
+        from qconsole.output.stats_json import stats_document
+        r = Root({root!r})
+        def both(s):
+            s.duration_s = 0.25  # the one figure that differs by run
+            return render_machine(s, "json", pretty=True), dumps_pretty(stats_document(s)) + "\\n"
+        plain = r.scan(now=1.7e9, jobs=1)
+        pooled = r.scan(now=1.7e9, jobs=3, each=queue_parts("json", 2))
+        parent = os.getpid()
+        mod = r.module
+        real = mod.scan_queue
+        def flaky(*a, **k):
+            if os.getpid() != parent:
+                raise RuntimeError("child dies")
+            return real(*a, **k)
+        mod.scan_queue = flaky
+        rescued = r.scan(now=1.7e9, jobs=3, each=queue_parts("json", 2))
+        v1 = r.scan(now=1.7e9, jobs=3, each=queue_parts("json", 1))
+        v1.duration_s = 0.25
+        print(json.dumps([plain.per_queue, [type(p).__name__ for p in pooled.per_queue], both(plain), both(pooled), both(rescued),
+                          render_machine(v1, "json", pretty=True, schema=1), dumps_pretty(stats_document(v1, 1)) + "\\n"]))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    none, part_types, plain, pooled, rescued, v1, v1_generic = json.loads(out.stdout)
+    assert out.stderr == ""
+    assert none is None and part_types == ["str"] * 7  # every part written where it was scanned
+    assert plain[0] == plain[1] == pooled[0] == pooled[1] == rescued[0] == rescued[1]
+    assert json.loads(pooled[0])["queues"][2]["ready"] == 12
+    assert v1 == v1_generic and '"delayed"' not in v1  # parts written for the schema asked for
 
 
 def test_installed_cli_gives_the_same_document_with_and_without_jobs(tmp_path):

@@ -23,6 +23,10 @@ from ...model import QueueScan
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
+
+    #: a scan and what ``each`` made of it there (None without one)
+    Done = tuple[QueueScan, Any]
 
 #: below this much directory data (st_size summed over the listings) one process is as quick
 #: as forking: ~1.5 MB is ~25k ddmq names or ~40k VSQS names on ext4
@@ -108,31 +112,34 @@ _MAX_RECORDS = 1024
 _CHUNKS_PER_JOB = 64
 
 
-def _pack(scans: list[QueueScan]) -> bytes:
-    return marshal.dumps([[getattr(scan, f) for f in _FIELDS] for scan in scans])
+def _pack(done: list[Done]) -> bytes:
+    return marshal.dumps([[getattr(scan, f) for f in _FIELDS] + [extra] for scan, extra in done])
 
 
-def _unpack(data: bytes) -> list[QueueScan]:
+def _unpack(data: bytes) -> list[Done]:
     at = _MESSAGES_AT  # positional: half the time of keywords, for thousands of queues
-    return [QueueScan(*values[:at], None, *values[at:]) for values in marshal.loads(data)]
+    return [(QueueScan(*values[:at], None, *values[at:-1]), values[-1]) for values in marshal.loads(data)]
 
 
-def _take(work: int, order: list[str], chunk: int, scan_share: Callable[[list[str]], list[QueueScan]]) -> list[QueueScan]:
+def _take(work: int, order: list[str], chunk: int, scan_share: Callable[[list[str]], list[QueueScan]],
+          each: Callable[[QueueScan], Any] | None) -> list[Done]:
     """Scan chunk after chunk as long as the work pipe has records."""
-    out: list[QueueScan] = []
+    out: list[Done] = []
     while True:
         record = os.read(work, _RECORD)
         if len(record) != _RECORD:  # end of the work (a short read cannot happen: see _RECORD)
             return out
         start = int.from_bytes(record, "little") * chunk
-        out.extend(scan_share(order[start:start + chunk]))
+        scans = scan_share(order[start:start + chunk])
+        out.extend(zip(scans, map(each, scans)) if each else ((s, None) for s in scans))
 
 
-def _child(work: int, order: list[str], chunk: int, scan_share: Callable[[list[str]], list[QueueScan]], wfd: int) -> None:
+def _child(work: int, order: list[str], chunk: int, scan_share: Callable[[list[str]], list[QueueScan]],
+           each: Callable[[QueueScan], Any] | None, wfd: int) -> None:
     """Scan, write, and leave without running the parent's exit handlers or flushing its buffers."""
     code = 1
     try:
-        data = _pack(_take(work, order, chunk, scan_share))
+        data = _pack(_take(work, order, chunk, scan_share, each))
         view = memoryview(data)
         while view:
             view = view[os.write(wfd, view):]
@@ -141,17 +148,24 @@ def _child(work: int, order: list[str], chunk: int, scan_share: Callable[[list[s
         os._exit(code)
 
 
-def scan_pooled(order: list[str], jobs: int, scan_share: Callable[[list[str]], list[QueueScan]]) -> dict[str, QueueScan]:
+def scan_pooled(order: list[str], jobs: int, scan_share: Callable[[list[str]], list[QueueScan]],
+                each: Callable[[QueueScan], Any] | None = None) -> dict[str, Done]:
     """Every queue of ``order`` scanned by this process and ``jobs - 1`` forked ones, each
     taking the next chunk when done with its last. A queue no child reported (a child that
     failed, or work that did not fit the pipe) is scanned here. ``scan_share`` counts a list
-    of queues, in their order."""
+    of queues, in their order; ``each`` (a marshallable result, e.g. the queue's part of a
+    document) runs on every scan in the process that made it, so that work is shared too."""
+
+    def here(names: list[str]) -> list[Done]:
+        scans = scan_share(names)
+        return list(zip(scans, map(each, scans) if each else [None] * len(scans)))
+
     chunk = max(1, -(-len(order) // min(_MAX_RECORDS, jobs * _CHUNKS_PER_JOB)))
     n_chunks = -(-len(order) // chunk)
     try:
         work, feed = os.pipe()
     except OSError:  # no descriptor to spare: all of it here
-        return dict(zip(order, scan_share(order)))
+        return dict(zip(order, here(order)))
     try:  # at most PIPE_BUF bytes: written whole or not at all (then all is scanned here)
         os.set_blocking(feed, False)
         os.write(feed, b"".join(i.to_bytes(_RECORD, "little") for i in range(n_chunks)))
@@ -173,11 +187,11 @@ def scan_pooled(order: list[str], jobs: int, scan_share: Callable[[list[str]], l
             break
         if pid == 0:
             os.close(rfd)
-            _child(work, order, chunk, scan_share, wfd)
+            _child(work, order, chunk, scan_share, each, wfd)
         os.close(wfd)
         children.append((pid, rfd))
     try:
-        results = {s.name: s for s in _take(work, order, chunk, scan_share)}
+        results = {d[0].name: d for d in _take(work, order, chunk, scan_share, each)}
     finally:
         os.close(work)
     wanted = set(order)
@@ -191,9 +205,9 @@ def scan_pooled(order: list[str], jobs: int, scan_share: Callable[[list[str]], l
             got = _unpack(data)
         except (ValueError, EOFError, TypeError):
             continue
-        if all(s.name in wanted for s in got):
-            results.update((s.name, s) for s in got)
+        if all(d[0].name in wanted for d in got):
+            results.update((d[0].name, d) for d in got)
     missing = [n for n in order if n not in results]
     if missing:
-        results.update(zip(missing, scan_share(missing)))
+        results.update(zip(missing, here(missing)))
     return results

@@ -14,7 +14,7 @@ from ..base import CHECK_TYPES, PARALLEL_SCAN, RECOVER, TRASH, Backend
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from types import ModuleType
     from typing import Any
 
@@ -172,6 +172,7 @@ class FileBackend(Backend):
         *,
         check_types: bool = False,
         jobs: int | None = 1,
+        each: Callable[[QueueScan, float], Any] | None = None,
     ) -> RootScan:
         """Counts for every queue (or the named ones), from directory listings only.
 
@@ -179,6 +180,8 @@ class FileBackend(Backend):
         no stat) also counts FIFOs, symlinks etc. named like messages as ``foreign``.
         ``jobs``: processes to scan with (:mod:`.parallel`); None picks by the
         root's size. Only single-threaded callers (the one-shot CLI) may ask for more than 1.
+        ``each(scan, now)``: run on every queue's scan in the process that scanned it (a
+        marshallable result, e.g. its part of the stats document), kept in ``per_queue``.
         """
         started = time.perf_counter()
         now = time.time() if now is None else now
@@ -200,6 +203,7 @@ class FileBackend(Backend):
         def scan_share(share: list[str]) -> list[QueueScan]:
             return module.count_many(path, share, now, check_types=check_types, beside=beside)
 
+        per_queue = None
         if jobs == 1 or len(names) < 2:
             scans = scan_share(names)
         else:
@@ -207,13 +211,16 @@ class FileBackend(Backend):
 
             order, jobs = parallel.arrange(path, names, module.listing_dirs, jobs)
             if jobs > 1:
-                done = parallel.scan_pooled(order, jobs, scan_share)
-                scans = [done[n] for n in names]
+                done = parallel.scan_pooled(order, jobs, scan_share, each and (lambda s: each(s, now)))
+                scans = [done[n][0] for n in names]
+                per_queue = [done[n][1] for n in names] if each else None
             else:
                 scans = scan_share(names)
+        if each and per_queue is None:
+            per_queue = [each(s, now) for s in scans]
         return RootScan(
             root=self.path, layout=self.kind, generated_at=now,
-            duration_s=time.perf_counter() - started, queues=scans, errors=errors,
+            duration_s=time.perf_counter() - started, queues=scans, errors=errors, per_queue=per_queue,
         )
 
     def read_payload(self, msg: Message, cap: int | None) -> Payload:

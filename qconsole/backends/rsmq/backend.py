@@ -40,7 +40,7 @@ from .target import Target, connect, describe_error, parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
     from ...payload import Payload
@@ -350,7 +350,8 @@ class RsmqBackend(Backend):
         return self.zkey(self.validate_queue_name(name))
 
     def scan(self, queues: Iterable[str] | None = None, now: float | None = None, *,
-             check_types: bool = False, jobs: int | None = 1) -> RootScan:
+             check_types: bool = False, jobs: int | None = 1,
+             each: Callable[[QueueScan, float], Any] | None = None) -> RootScan:
         started = time.perf_counter()
         names, errors = self.queue_names()
         if queues:
@@ -362,7 +363,8 @@ class RsmqBackend(Backend):
         now_s, now_ms = self.clock() if now is None else (now, int(now * 1000))
         scans = [self._scan_one(n, now_s, now_ms, collect=False) for n in names]
         return RootScan(root=self.target, layout=self.kind, generated_at=now_s,
-                        duration_s=time.perf_counter() - started, queues=scans, errors=errors)
+                        duration_s=time.perf_counter() - started, queues=scans, errors=errors,
+                        per_queue=[each(s, now_s) for s in scans] if each else None)
 
     def scan_queue(self, name: str, now: float | None = None, *, collect: bool = False,
                    check_types: bool = False) -> QueueScan:
