@@ -15,6 +15,7 @@ A child that fails for any reason is not trusted: its queues are scanned again h
 
 from __future__ import annotations
 
+import fcntl
 import marshal
 import os
 
@@ -121,9 +122,23 @@ def _unpack(data: bytes) -> list[Done]:
     return [(QueueScan(*values[:at], None, *values[at:-1]), values[-1]) for values in marshal.loads(data)]
 
 
+def _frames(data: bytes) -> list[Done]:
+    """What a child sent: frames of a 4-byte length and a _pack'ed chunk; ValueError when cut short."""
+    out: list[Done] = []
+    view, pos = memoryview(data), 0
+    while pos < len(data):
+        size = int.from_bytes(view[pos:pos + 4], "little")
+        if size < 1 or pos + 4 + size > len(data):
+            raise ValueError("a frame cut short")
+        out.extend(_unpack(view[pos + 4:pos + 4 + size]))
+        pos += 4 + size
+    return out
+
+
 def _take(work: int, order: list[str], chunk: int, scan_share: Callable[[list[str]], list[QueueScan]],
-          each: Callable[[QueueScan], Any] | None) -> list[Done]:
-    """Scan chunk after chunk as long as the work pipe has records."""
+          each: Callable[[QueueScan], Any] | None, sink: Callable[[list[Done]], None] | None = None) -> list[Done]:
+    """Scan chunk after chunk as long as the work pipe has records; each chunk's results go
+    to ``sink`` as they come, when given."""
     out: list[Done] = []
     while True:
         record = os.read(work, _RECORD)
@@ -131,18 +146,33 @@ def _take(work: int, order: list[str], chunk: int, scan_share: Callable[[list[st
             return out
         start = int.from_bytes(record, "little") * chunk
         scans = scan_share(order[start:start + chunk])
-        out.extend(zip(scans, map(each, scans)) if each else ((s, None) for s in scans))
+        done = list(zip(scans, map(each, scans)) if each else ((s, None) for s in scans))
+        if sink is None:
+            out.extend(done)
+        else:
+            sink(done)
+
+
+#: a child's result pipe, if the kernel allows: its results fit whole, so it never waits for the
+#: parent (busy scanning) to read; the default 64 KB holds some 600 queues' counts
+_RESULT_PIPE = 1 << 20
 
 
 def _child(work: int, order: list[str], chunk: int, scan_share: Callable[[list[str]], list[QueueScan]],
            each: Callable[[QueueScan], Any] | None, wfd: int) -> None:
-    """Scan, write, and leave without running the parent's exit handlers or flushing its buffers."""
+    """Scan, sending each chunk's results as a frame as soon as it is done (packing them goes
+    on beside the parent's scanning, not after it), and leave without running the parent's
+    exit handlers or flushing its buffers."""
     code = 1
-    try:
-        data = _pack(_take(work, order, chunk, scan_share, each))
-        view = memoryview(data)
+
+    def send(done: list[Done]) -> None:
+        data = _pack(done)
+        view = memoryview(len(data).to_bytes(4, "little") + data)
         while view:
             view = view[os.write(wfd, view):]
+
+    try:
+        _take(work, order, chunk, scan_share, each, send)
         code = 0
     finally:
         os._exit(code)
@@ -180,6 +210,10 @@ def scan_pooled(order: list[str], jobs: int, scan_share: Callable[[list[str]], l
         except OSError:
             break
         try:
+            fcntl.fcntl(wfd, fcntl.F_SETPIPE_SZ, _RESULT_PIPE)
+        except (AttributeError, OSError):
+            pass  # not Linux, or over the user's pipe-buffer allowance: the child waits for us
+        try:
             pid = os.fork()
         except OSError:  # no process to spare (ulimit -u, memory): fewer helpers
             os.close(rfd)
@@ -202,7 +236,7 @@ def scan_pooled(order: list[str], jobs: int, scan_share: Callable[[list[str]], l
         if status != 0:
             continue  # not trusted: whatever it took is scanned again below
         try:
-            got = _unpack(data)
+            got = _frames(data)
         except (ValueError, EOFError, TypeError):
             continue
         if all(d[0].name in wanted for d in got):
