@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from ..model import RootScan
 from ..safetext import safe_name
 from ..states import DELAYED, EXPIRED, READY
@@ -32,8 +30,16 @@ class Thresholds:
         return "Thresholds(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
 
+#: what a perfdata label may hold as it is
+_LABEL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-")
+
+
 def _perf_label(name: str) -> str:
     # perfdata labels: no quotes or '=', keep it to a safe charset
+    if _LABEL_CHARS.issuperset(name):  # the usual name, without importing re
+        return name
+    import re
+
     return re.sub(r"[^A-Za-z0-9_.:-]", "_", name)
 
 

@@ -59,3 +59,41 @@ def test_stats_json_run_as_module_script(tmp_path):
 
 def test_the_stats_modules_import_no_client_library():
     assert _loaded_after("import qconsole, qconsole.backends, qconsole.fastpath", STATS_HEAVY) == set()
+
+
+#: what `stats --json` and `check` on a plain VSQS root start without: ~10 ms of a ~28 ms start
+#: (enum alone ~4 ms with functools and collections), run every minute by monitoring
+STDLIB_HEAVY = ("re", "enum", "json", "functools", "collections", "typing", "dataclasses")
+
+
+def _stdlib_loaded_after(argv: list[str]) -> set[str]:
+    # -S: no site-packages, so no editable-install finder (which imports re and pathlib itself);
+    # the checkout is put on the path by hand, as an installed package would be found
+    import os
+
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    probe = (
+        f"import sys, io\nsys.path.insert(0, {checkout!r})\nsys.argv = {argv!r}\n"
+        "from qconsole.__main__ import main\n"
+        "out, sys.stdout = sys.stdout, io.StringIO()\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
+        "text, sys.stdout = sys.stdout.getvalue(), out\n"
+        f"print(sorted(m for m in sys.modules if m in {STDLIB_HEAVY!r}))\n"
+        "print(code, repr(text[:60]))\n"
+    )
+    out = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    loaded, code = out.stdout.strip().splitlines()
+    assert code.startswith("0 "), code  # it ran, and ran well
+    import ast
+
+    return set(ast.literal_eval(loaded))
+
+
+def test_stats_and_check_on_a_plain_root_start_without_heavy_stdlib_modules(tmp_path):
+    for q in ("jobs", "mail"):
+        (tmp_path / q).mkdir()
+        (tmp_path / q / "1700000000000000").write_text("x")
+        (tmp_path / q / "1700000000000001.1700000000500000").write_text("y")
+    assert _stdlib_loaded_after(["qconsole", "stats", str(tmp_path), "--json"]) == set()
+    assert _stdlib_loaded_after(["qconsole", "check", str(tmp_path)]) == set()

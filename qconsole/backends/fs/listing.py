@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import gc
 import os
 from itertools import filterfalse, islice
@@ -119,7 +118,6 @@ def gc_paused(func: F) -> F:
     makes a big scan ~15% faster. It is re-enabled only if it was on (nested/threaded scans).
     """
 
-    @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         was_on = gc.isenabled()
         gc.disable()
@@ -129,6 +127,12 @@ def gc_paused(func: F) -> F:
             if was_on:
                 gc.enable()
 
+    # what functools.wraps copies, without importing functools (and collections: ~2.5 ms of
+    # every start, on the stats path)
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        setattr(wrapper, attr, getattr(func, attr))
+    wrapper.__dict__.update(func.__dict__)
+    wrapper.__wrapped__ = func  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 
 

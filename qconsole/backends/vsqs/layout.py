@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_right
-import re
 import time
 from itertools import compress, filterfalse, repeat
 from operator import attrgetter, contains, itemgetter, methodcaller, not_, truediv
@@ -21,6 +20,7 @@ from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
+    import re
     from collections.abc import Iterable
 from ..fs.listing import (
     NO_IRREGULAR, QC_TEMP_PREFIX, STREAM_BYTES, ErrorList, gc_paused, is_ascii_digits, list_entries, listing,
@@ -79,7 +79,18 @@ def looks_like_queue(path: str, probe: int = 50) -> bool:
     return seen == 0
 
 
-_HELD_RE = re.compile(r"([0-9]{1,%d})\.([0-9]{1,%d})" % (MAX_DIGITS, MAX_DIGITS))
+_HELD_PATTERN = r"([0-9]{1,%d})\.([0-9]{1,%d})" % (MAX_DIGITS, MAX_DIGITS)
+_HELD: list[re.Pattern[str]] = []
+
+
+def _held_re() -> re.Pattern[str]:
+    """The held-name pattern, compiled on first use: a root of plain small queues is counted
+    without it, and importing re (with enum) is ~4 ms of a start."""
+    if not _HELD:
+        import re
+
+        _HELD.append(re.compile(_HELD_PATTERN))
+    return _HELD[0]
 _GROUPS = methodcaller("groups")
 _STRING = attrgetter("string")
 
@@ -228,8 +239,9 @@ def scan_queue(
         rest = rest + [m for m in ready if len(m) > MAX_DIGITS]
         ready = [m for m in ready if len(m) <= MAX_DIGITS]
     # in flight / expired: "<id>.<deadline>", also matched in bulk; then the few left over
-    held_matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
-    if irregular and any(map(_HELD_RE.fullmatch, irregular)):
+    held_full = _held_re().fullmatch
+    held_matches = list(filter(None, map(held_full, rest)))
+    if irregular and any(map(held_full, irregular)):
         held_matches = [m for m in held_matches if m.string not in irregular]
     held: dict[str, str] = dict(map(_GROUPS, held_matches))
     writing: set[str] = set()
@@ -491,8 +503,9 @@ def _count_chunks(chunks: Iterable[tuple[list[str], frozenset[str] | set[str]]],
             if same:
                 smallest[w] = heapq.nsmallest(_KEEP_OLDEST, kept + same)
         del ready
-        matches = list(filter(None, map(_HELD_RE.fullmatch, rest)))
-        if irregular and any(map(_HELD_RE.fullmatch, irregular)):
+        held_full = _held_re().fullmatch
+        matches = list(filter(None, map(held_full, rest)))
+        if irregular and any(map(held_full, irregular)):
             matches = [m for m in matches if m.string not in irregular]
         pairs = list(map(_GROUPS, matches))
         if len(matches) != len(rest):
