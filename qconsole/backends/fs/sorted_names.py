@@ -10,7 +10,6 @@ mean (which are ready, which are leftovers) is the layout's: it passes a ``take`
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 import time

@@ -22,7 +22,7 @@ from ..fs import sorted_names as sn
 from ..fs.listing import ErrorList, gc_paused, listing_chunks, os_error_line
 from ..fs.sorted_names import HASH_MASK, in_sorted as _in_sorted, lstat_irregular as _lstat_irregular
 from ..fs.sorted_names import merge2 as _merge2, pause as _yield, running_sums as _running
-from .layout import _GROUPS, _STRING, MAX_DIGITS, _ascii_digits, _held_counts, _held_re, sort_rest
+from .layout import MAX_DIGITS, _ascii_digits, _held_counts, held_split, sort_rest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -71,13 +71,10 @@ class _Acc:
             self.widths |= lens  # of what stays ready (a FIFO named like an id is not)
         if not rest:
             return ready
-        held_full = _held_re().fullmatch
-        matches = list(filter(None, map(held_full, rest)))
-        if irregular and any(map(held_full, irregular)):
-            matches = [m for m in matches if m.string not in irregular]
-        self.held.update(map(_GROUPS, matches))
-        if len(matches) != len(rest):
-            held, writing, temp, foreign = sort_rest(rest, irregular, set(map(_STRING, matches)), self.errors)
+        pairs, matched = held_split(rest, irregular)
+        self.held.update(pairs)
+        if len(matched) != len(rest):
+            held, writing, temp, foreign = sort_rest(rest, irregular, set(matched), self.errors)
             self.held.update(held)
             self.writing.update(writing)
             self.temp += temp

@@ -1,0 +1,41 @@
+"""VSQS held names (``<id>.<deadline>``) are matched by a split for a few names and by the
+pattern for many: both ways must take exactly the same names, hostile ones included."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qconsole.backends.vsqs import layout
+
+MAX = layout.MAX_DIGITS
+digits = st.text(alphabet="0123456789", min_size=0, max_size=MAX + 2)
+# Unicode digits (str.isdigit says yes, the pattern's [0-9] no), dots, newlines, signs, spaces
+odd = st.text(alphabet="0123456789.\n +-_x\u0661\u00b2\udcff", max_size=12)
+names = st.one_of(
+    st.builds(lambda a, b: f"{a}.{b}", digits, digits),
+    st.builds(lambda a, b, c: f"{a}.{b}.{c}", digits, digits, digits),
+    st.builds(lambda a: f"{a}.new", digits),
+    digits,
+    odd,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(names, max_size=layout._SPLIT_HELD), st.data())
+def test_split_and_pattern_take_the_same_held_names(listing, data):
+    irregular = set(data.draw(st.lists(st.sampled_from(listing), max_size=3))) if listing else set()
+    by_split = layout.held_split(listing, irregular)
+    saved = layout._SPLIT_HELD
+    layout._SPLIT_HELD = -1  # every list the pattern's way
+    try:
+        by_pattern = layout.held_split(listing, irregular)
+    finally:
+        layout._SPLIT_HELD = saved
+    assert by_split == by_pattern
+
+
+def test_examples():
+    pairs, matched = layout.held_split(["1.2", "1.2.3", "\u0661.2", "1.", ".2", "1.new", "3." + "9" * (MAX + 1), "7.8"],
+                                       {"7.8"})
+    assert pairs == [("1", "2")] and matched == ["1.2"]
