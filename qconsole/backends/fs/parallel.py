@@ -136,9 +136,10 @@ def _frames(data: bytes) -> list[Done]:
 
 
 def _take(work: int, order: list[str], chunk: int, scan_share: Callable[[list[str]], list[QueueScan]],
-          each: Callable[[QueueScan], Any] | None, sink: Callable[[list[Done]], None] | None = None) -> list[Done]:
+          each: Callable[[QueueScan], Any] | None, sink: Callable[[list[Done]], None] | None = None,
+          between: Callable[[], None] | None = None) -> list[Done]:
     """Scan chunk after chunk as long as the work pipe has records; each chunk's results go
-    to ``sink`` as they come, when given."""
+    to ``sink`` as they come, when given; ``between`` runs after each chunk."""
     out: list[Done] = []
     while True:
         record = os.read(work, _RECORD)
@@ -151,11 +152,27 @@ def _take(work: int, order: list[str], chunk: int, scan_share: Callable[[list[st
             out.extend(done)
         else:
             sink(done)
+        if between is not None:
+            between()
 
 
-#: a child's result pipe, if the kernel allows: its results fit whole, so it never waits for the
-#: parent (busy scanning) to read; the default 64 KB holds some 600 queues' counts
+#: a child's result pipe, if the kernel allows (the parent also empties it between its own
+#: chunks): a child never waits long for the parent, busy scanning, to read what it sent
 _RESULT_PIPE = 1 << 20
+
+
+def _drain(children: list[tuple[int, int]], got: dict[int, bytearray]) -> None:
+    """What the children have sent so far, without waiting (their pipes are non-blocking)."""
+    for _pid, rfd in children:
+        buf = got[rfd]
+        try:
+            while True:
+                data = os.read(rfd, 1 << 20)
+                if not data:
+                    break
+                buf += data
+        except BlockingIOError:
+            pass
 
 
 def _child(work: int, order: list[str], chunk: int, scan_share: Callable[[list[str]], list[QueueScan]],
@@ -223,15 +240,19 @@ def scan_pooled(order: list[str], jobs: int, scan_share: Callable[[list[str]], l
             os.close(rfd)
             _child(work, order, chunk, scan_share, each, wfd)
         os.close(wfd)
+        os.set_blocking(rfd, False)
         children.append((pid, rfd))
+    sent: dict[int, bytearray] = {rfd: bytearray() for _, rfd in children}
     try:
-        results = {d[0].name: d for d in _take(work, order, chunk, scan_share, each)}
+        results = {d[0].name: d for d in _take(work, order, chunk, scan_share, each,
+                                                 between=(lambda: _drain(children, sent)) if children else None)}
     finally:
         os.close(work)
     wanted = set(order)
     for pid, rfd in children:
+        os.set_blocking(rfd, True)
         with open(rfd, "rb") as pipe:  # closes rfd
-            data = pipe.read()
+            data = bytes(sent[rfd]) + pipe.read()
         _, status = os.waitpid(pid, 0)
         if status != 0:
             continue  # not trusted: whatever it took is scanned again below
