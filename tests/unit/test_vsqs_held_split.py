@@ -39,3 +39,31 @@ def test_examples():
     pairs, matched = layout.held_split(["1.2", "1.2.3", "\u0661.2", "1.", ".2", "1.new", "3." + "9" * (MAX + 1), "7.8"],
                                        {"7.8"})
     assert pairs == [("1", "2")] and matched == ["1.2"]
+
+
+def _fields(scan):
+    return {f: getattr(scan, f) for f in type(scan).__slots__}
+
+
+def test_count_many_takes_only_true_held_names_the_short_way(tmp_path):
+    # names as long as a held one (2w + 1) but without the dot, or with it elsewhere: the short
+    # way must not count them as held; each queue counts exactly as the exact path counts it
+    w = 16
+    ready = [str(1_700_000_000_000_000 + i) for i in range(5)]
+    held = f"{1_700_000_000_000_009}.{1_700_000_100_000_000}"
+    odd = {
+        "no_dot": "9" * (2 * w + 1),
+        "dot_moved": f"{1_700_000_000_000_010}0.{1_700_000_100_000_00}",
+        "two_dots": f"{1_700_000_000_000_011}.{1_700_000_100_000}.0",
+        "new_moved": f"{1_700_000_000_000_012}n.ew"[: w + 4],
+    }
+    for qname, name in odd.items():
+        q = tmp_path / qname
+        q.mkdir()
+        for n in [*ready, held, name]:
+            (q / n).touch()
+    names = sorted(odd)
+    now = 1_700_000_050.0
+    many = layout.count_many(str(tmp_path), names, now)
+    for name, scan in zip(names, many):
+        assert _fields(scan) == _fields(layout.scan_queue(str(tmp_path), name, now)), name

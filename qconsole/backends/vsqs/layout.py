@@ -404,44 +404,49 @@ def _count_plain(name: str, names: list[str], now: float) -> QueueScan | None:
     by their lengths (a ready id is ``w`` long, a writing name ``w + 4``, a held one
     ``2w + 1``) and checked by slices and joins, C-level passes only, no regex or Python loop.
     """
-    scan = QueueScan(name=name, layout=VSQS, scanned_at=now)
+    scan = QueueScan(name, VSQS, now)
     if not names:
         return scan
     names = sorted(names, key=len)
-    lens = list(map(len, names))
-    w = lens[0]
+    w, top = len(names[0]), len(names[-1])
     if w > MAX_DIGITS:
         return None
-    n_ready, n_new = bisect_right(lens, w), bisect_right(lens, w + 4)
-    if lens[-1] not in (w, w + 4, 2 * w + 1) or lens[n_new - 1] not in (w, w + 4):
-        return None  # another length: a temp file, a foreign name, mixed widths
-    ready, new, held = names[:n_ready], names[n_ready:n_new], names[n_new:]
+    if top == w:  # ready ids only
+        ready, new, held = names, [], []
+    else:
+        lens = list(map(len, names))
+        n_ready, n_new = bisect_right(lens, w), bisect_right(lens, w + 4)
+        if top not in (w + 4, 2 * w + 1) or lens[n_new - 1] not in (w, w + 4):
+            return None  # another length: a temp file, a foreign name, mixed widths
+        ready, new, held = names[:n_ready], names[n_ready:n_new], names[n_new:]
     if not _all_ascii_digits("".join(ready)):
         return None
-    held_ids: list[str] = []
-    new_ids: list[str] = []
+    ids = set(ready)
     if held:
-        held_ids = list(map(itemgetter(slice(None, w)), held))
-        held_dls = list(map(itemgetter(slice(w + 1, None)), held))
-        if "".join(map(itemgetter(w), held)) != "." * len(held) or \
-                not _all_ascii_digits("".join(held_ids) + "".join(held_dls)):
+        text = "".join(held)
+        # all of one length: the dots sit every 2w + 1 characters from w on, and the rest are digits
+        if text[w::2 * w + 1] != "." * len(held) or not _all_ascii_digits(text.replace(".", "")):
             return None
+        held_ids = list(map(itemgetter(slice(None, w)), held))
+        ids.update(held_ids)
     if new:
         new_ids = list(map(itemgetter(slice(None, w)), new))
         if "".join(map(itemgetter(slice(w, None)), new)) != ".new" * len(new) or \
                 not _all_ascii_digits("".join(new_ids)):
             return None
-    if len(set(ready).union(held_ids, new_ids)) != len(names):
+        ids.update(new_ids)
+    if len(ids) != len(names):
         return None  # an id under two names (a consume or a publish meanwhile), or a name listed twice
     counts = scan.counts
     counts[READY] = len(ready)
     counts[WRITING] = len(new)
-    first = min(ready) if ready else (held_ids or new)[0]
+    unit = vsqs_divisor(names[0])  # every id is w digits long
     if ready:
-        scan.oldest_ready_created = int(first) / vsqs_divisor(first)
-    scan.id_unit = vsqs_divisor(first)
+        scan.oldest_ready_created = int(min(ready)) / unit
+    scan.id_unit = unit
     if held:
-        counts[INFLIGHT], counts[EXPIRED], scan.next_deadline = _held_counts(held_dls, now)
+        counts[INFLIGHT], counts[EXPIRED], scan.next_deadline = _held_counts(
+            list(map(itemgetter(slice(w + 1, None)), held)), now)
     return scan
 
 
