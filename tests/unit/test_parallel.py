@@ -206,3 +206,24 @@ def test_a_busy_machine_gets_one_process(monkeypatch):
     monkeypatch.setattr(parallel, "open", lambda *_a, **_k: io.BytesIO(b"garbage"), raising=False)
     monkeypatch.setattr(parallel.os, "getloadavg", lambda: (2.5, 0.0, 0.0))
     assert parallel.spare_cpus() == 2  # no /proc/loadavg to read: the 1-minute load average
+
+
+def test_a_task_runnable_for_an_instant_is_not_a_busy_core(monkeypatch):
+    import io
+
+    monkeypatch.setattr(parallel, "available_cpus", lambda: 2)
+    monkeypatch.setattr(parallel.time, "sleep", lambda _s: None)
+
+    def readings(*counts: int):
+        lines = iter(counts)
+        monkeypatch.setattr(parallel, "open", lambda *_a, **_k: io.BytesIO(b"0.5 0.5 0.5 %d/80 99\n" % next(lines)),
+                            raising=False)
+
+    readings(2, 1)  # the shell that started us, on its way to wait(): gone a moment later
+    assert parallel.spare_cpus() == 2
+    readings(2, 2, 1)
+    assert parallel.spare_cpus() == 2
+    readings(2, 2, 2, 1)  # busy three times running: busy (the fourth is never read)
+    assert parallel.spare_cpus() == 1
+    readings(1)  # idle at once: read once
+    assert parallel.spare_cpus() == 2
