@@ -430,10 +430,14 @@ def _merge_waiting(a: tuple, b: tuple) -> tuple:
         if p not in index:
             index[p] = len(prios)
             prios.append(p)
-    b_at = array("I")
-    b_at.frombytes(b[2])
-    renumbered = array("I", map([index[p] for p in b[3]].__getitem__, b_at))
-    return (dict(by_prio), a[1] + b[1], a[2] + renumbered.tobytes(), prios,
+    mapping = [index[p] for p in b[3]]
+    if mapping == list(range(len(mapping))):  # the usual case: both met the priorities in one order
+        b_bytes = b[2]
+    else:  # ~25 ms per 400k messages
+        b_at = array("I")
+        b_at.frombytes(b[2])
+        b_bytes = array("I", map(mapping.__getitem__, b_at)).tobytes()
+    return (dict(by_prio), a[1] + b[1], a[2] + b_bytes, prios,
             heapq.nsmallest(_KEEP_OLDEST, list(a[4]) + list(b[4])),
             heapq.nsmallest(_KEEP_OLDEST, list(a[5]) + list(b[5])),
             a[6] + b[6], a[7] + b[7], *_merged_errors(a[8], a[9], b[8], b[9]))
