@@ -17,6 +17,13 @@ from qconsole.backends import open_target as Root
 QCONSOLE_BIN = os.path.join(os.path.dirname(sys.executable), "qconsole")
 
 
+#: for the scripts below (root `r`, `os` imported): from here on every forked scanner fails
+CHILDREN_DIE = "; ".join([
+    "parent = os.getpid()", "real = r.module.scan_queue",
+    "r.module.scan_queue = lambda *a, **k: real(*a, **k) if os.getpid() == parent else 1 / 0",
+])
+
+
 def _vsqs_root(tmp_path, sizes):
     for qi, n in enumerate(sizes):
         q = tmp_path / f"q{qi}"
@@ -101,14 +108,7 @@ def test_forked_scan_equals_one_process_and_a_failed_child_is_rescanned(tmp_path
             return [[q.name, q.counts, q.errors, q.oldest_ready_created, q.next_deadline] for q in s.queues]
         one = doc(r.scan(now=1.7e9, jobs=1))
         two = doc(r.scan(now=1.7e9, jobs=3))
-        parent = os.getpid()
-        mod = r.module
-        real = mod.scan_queue
-        def flaky(*a, **k):
-            if os.getpid() != parent:
-                raise RuntimeError("child dies")
-            return real(*a, **k)
-        mod.scan_queue = flaky
+        {CHILDREN_DIE}
         again = doc(r.scan(now=1.7e9, jobs=3))
         print(json.dumps([one, two, again]))
     """)
@@ -136,14 +136,7 @@ def test_parts_written_by_forked_scanners_make_the_same_document(tmp_path):
             return render_machine(s, "json", pretty=True), dumps_pretty(stats_document(s)) + "\\n"
         plain = r.scan(now=1.7e9, jobs=1)
         pooled = r.scan(now=1.7e9, jobs=3, each=queue_parts("json", 2))
-        parent = os.getpid()
-        mod = r.module
-        real = mod.scan_queue
-        def flaky(*a, **k):
-            if os.getpid() != parent:
-                raise RuntimeError("child dies")
-            return real(*a, **k)
-        mod.scan_queue = flaky
+        {CHILDREN_DIE}
         rescued = r.scan(now=1.7e9, jobs=3, each=queue_parts("json", 2))
         v1 = r.scan(now=1.7e9, jobs=3, each=queue_parts("json", 1))
         v1.duration_s = 0.25
