@@ -177,27 +177,12 @@ def _build(queue: str, now: float, ready: list[str], acc: _Acc, work: _Work | No
         groups = work.groups
         temp += work.temp
         foreign += work.foreign
-    counts = scan.counts
-    counts[READY] = len(ready)
-    counts[WRITING] = temp
-    counts[FOREIGN] = foreign
+    scan.counts[WRITING] = temp
+    scan.counts[FOREIGN] = foreign
     blocks = _priority_blocks(ready)
-    by_prio: dict[str, dict[str, int]] = {p: {READY: b - a, INFLIGHT: 0, EXPIRED: 0} for p, a, b in blocks}
-    if ready:
-        oldest = _oldest(ready, blocks)
-        scan.oldest_ready_created = ddmq_created(oldest) if oldest else None
     held_by, nearest = _held_figures(groups, now)
-    for (prio, alive), n in held_by.items():
-        slot = by_prio.setdefault(prio, {READY: 0, INFLIGHT: 0, EXPIRED: 0})
-        slot[INFLIGHT if alive else EXPIRED] += n
-        counts[INFLIGHT if alive else EXPIRED] += n
-    scan.by_priority = dict(sorted(by_prio.items(), key=lambda kv: (int(kv[0]), kv[0])))
-    scan.next_deadline = nearest
-    if len({len(p) for p, _a, _b in blocks}) > 1:
-        scan.warnings.append(
-            "mixed-width priorities: ddmq delivers in file-name text order, "
-            "so e.g. priority 10 is taken before 9"
-        )
+    layout._fill(scan, {p: b - a for p, a, b in blocks}, len(ready), _oldest(ready, blocks) if ready else None,
+                 held_by, nearest)
     scan.errors.extend(errors.result())
 
     # held rows: in flight by deadline, then expired (as layout._messages orders them)

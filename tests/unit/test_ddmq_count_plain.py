@@ -1,0 +1,112 @@
+"""ddmq's short count for plain small queues (``count_many`` -> ``_count_plain``) gives exactly
+what the exact per-queue scan gives, on random roots of plain queues and queues with
+something unusual; and it is the path plain queues take."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from qconsole.backends.ddmq import layout as ddmq
+from qconsole.backends.fs.listing import QC_TEMP_PREFIX
+
+NOW = 1_700_000_000.0
+
+prio = st.sampled_from(["0", "1", "9", "10", "999", "007"])
+qn = st.one_of(st.integers(1_600_000_000_000, 1_800_000_000_000).map(lambda n: f"{n}{n % 7}"),
+               st.sampled_from(["1", "42", "17000000001"]))
+uid = st.text("0123456789abcdefAB", min_size=1, max_size=8)
+deadline = st.integers(1_699_999_990, 1_700_000_010).map(str)
+TWISTS = ["", "ready-and-held", "ready-twice", "held-twice", "foreign", "glob-foreign", "temp", "example",
+          "intermediate", "newline", "subdir-in-work", "subdir-in-queue", "no-work-files", "bad-work-name",
+          "long-deadline"]
+
+
+def _make_queue(qdir: str, waiting: list[tuple[str, str, str]], held: list[tuple[str, str, str, str]],
+                twist: str) -> None:
+    os.makedirs(os.path.join(qdir, "work"))
+    open(os.path.join(qdir, "ddmq.yaml"), "w").close()
+    names = [f"{p}.{q}.ddmq{u}" for p, q, u in waiting]
+    wnames = [f"{d}.{p}.{q}.ddmq{u}" for d, p, q, u in held]
+    if twist == "ready-and-held" and waiting:  # a consume during the listing: one id in both
+        p, q, u = waiting[0]
+        wnames.append(f"1700000005.{p}.{q}.ddmq{u}")
+    elif twist == "ready-twice" and waiting:  # a copy under another queue number
+        p, q, u = waiting[0]
+        names.append(f"{p}.{q}9.ddmq{u}")
+    elif twist == "held-twice" and held:
+        d, p, q, u = held[0]
+        wnames.append(f"{int(d) + 1}.{p}.{q}.ddmq{u}")
+    elif twist == "foreign":
+        names.append("notes.txt")
+    elif twist == "glob-foreign":
+        names.append("x.1.ddmqab")
+    elif twist == "temp":
+        names.append(f"{QC_TEMP_PREFIX}publish-1")
+    elif twist == "example":
+        names.append("ddmq.yaml.example")
+    elif twist == "intermediate":
+        names.append("ddmq.yaml.intermediate")
+    elif twist == "newline":
+        names.append("notes\n1.2.ddmqzz")  # one name, one line of it like a message
+    elif twist == "subdir-in-work":
+        os.mkdir(os.path.join(qdir, "work", "1700000000.1.1.ddmqdir"))
+    elif twist == "subdir-in-queue":
+        os.mkdir(os.path.join(qdir, "1.1.ddmqdir"))
+    elif twist == "bad-work-name":
+        wnames.append("soon.1.1.ddmqab")
+    elif twist == "long-deadline":  # more digits than any clock: foreign in work/
+        wnames.append("170000000000.1.1.ddmqzz")
+    for n in names:
+        open(os.path.join(qdir, n), "w").close()
+    for n in wnames:
+        open(os.path.join(qdir, "work", n), "w").close()
+
+
+queue = st.tuples(
+    st.lists(st.tuples(prio, qn, uid), max_size=12, unique_by=lambda t: t[2]),
+    st.lists(st.tuples(deadline, prio, qn, uid), max_size=5, unique_by=lambda t: t[3]),
+    st.sampled_from(TWISTS),
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(queue, min_size=1, max_size=5))
+def test_count_many_equals_scan_queue_per_queue(queues):
+    root = tempfile.mkdtemp(prefix="qc-ddmq-many-")
+    try:
+        open(os.path.join(root, "ddmq.yaml"), "w").close()
+        names = []
+        for i, (waiting, held, twist) in enumerate(queues):
+            held = [h for h in held if h[3] not in {w[2] for w in waiting}]  # distinct ids unless twisted
+            names.append(f"q{i}")
+            _make_queue(os.path.join(root, f"q{i}"), waiting, held, twist)
+        many = ddmq.count_many(root, names, NOW)
+        one = [ddmq.scan_queue(root, n, NOW) for n in names]
+    finally:
+        shutil.rmtree(root)
+    assert many == one
+
+
+def test_plain_queues_take_the_short_way_and_unusual_ones_the_exact_way(tmp_path, monkeypatch):
+    open(tmp_path / "ddmq.yaml", "w").close()
+    waiting = [("9", "17000000001234", "aa"), ("10", "17000000005678", "bb"), ("9", "17000000000001", "cc")]
+    held = [("1700000100", "9", "17000000000002", "dd"), ("1600000000", "10", "17000000000003", "ee")]
+    _make_queue(str(tmp_path / "plain"), waiting, held, "")
+    _make_queue(str(tmp_path / "odd"), waiting, held, "glob-foreign")
+    short = []
+    real = ddmq._count_plain
+    monkeypatch.setattr(ddmq, "_count_plain", lambda *a: short.append(real(*a)) or short[-1])
+    plain, odd = ddmq.count_many(str(tmp_path), ["plain", "odd"], NOW)
+    assert [s is not None for s in short] == [True, False]
+    assert plain.counts["ready"] == 3 and plain.counts["inflight"] == 1 and plain.counts["expired"] == 1
+    assert plain.by_priority == {"9": {"ready": 2, "inflight": 1, "expired": 0},
+                                 "10": {"ready": 1, "inflight": 0, "expired": 1}}
+    assert plain.oldest_ready_created == ddmq.ddmq_created("17000000000001")
+    assert plain.next_deadline == 1700000100.0
+    assert plain.warnings and "mixed-width" in plain.warnings[0]
+    assert odd.counts["foreign"] == 1 and any("x.1.ddmqab" in e for e in odd.errors)
