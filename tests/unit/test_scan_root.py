@@ -109,6 +109,26 @@ def test_detects_each_layout_and_honours_override(tmp_path):
     assert Root(str(empty)).layout == "vsqs"  # an empty queue directory is a fresh VSQS queue
 
 
+def test_a_ddmq_queue_among_sub_directories_makes_a_root_ddmq_only_with_a_real_ddmq_yaml(tmp_path):
+    """No ddmq.yaml at the top: any sub-directory with a regular ddmq.yaml and a real work/
+    makes it ddmq (existence is looked up first, without raising per directory)."""
+    root = tmp_path / "r"
+    for i in range(5):
+        (root / f"q{i}").mkdir(parents=True)
+        (root / f"q{i}" / "1700000000000000").write_text("x")
+    (root / "q3" / "ddmq.yaml").mkdir()  # a directory named ddmq.yaml is no ddmq marker
+    (root / "q3" / "work").mkdir()
+    os.mkfifo(root / "q1" / "ddmq.yaml")  # nor a FIFO (never opened)
+    (root / "q1" / "work").mkdir()
+    assert Root(str(root)).layout == "vsqs"
+    (root / "q2" / "ddmq.yaml").write_text("")
+    (root / "q2" / "work").symlink_to(root / "q3" / "work")  # a linked work/ is not followed
+    assert Root(str(root)).layout == "vsqs"
+    (root / "q4" / "ddmq.yaml").write_text("")
+    (root / "q4" / "work").mkdir()
+    assert Root(str(root)).layout == "ddmq"
+
+
 @pytest.mark.parametrize(
     "setup, message",
     [
