@@ -72,6 +72,7 @@ def build_ddmq(base: str, n: int) -> str:
     import uuid
 
     now = time.time()
+    os.makedirs(base, exist_ok=True)  # (--root names a directory that may not exist yet)
     with open(os.path.join(base, "ddmq.yaml"), "w"):
         pass
     for q in (QUEUE, "small"):
