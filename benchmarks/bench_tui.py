@@ -274,7 +274,10 @@ async def run(root: str, clients: str, steady_s: float, keys: int, stalls: Stall
         beat = asyncio.create_task(stalls.heartbeat())  # noqa: F841 (kept alive till the end)
     rss0 = rss_mb()
     t0 = time.perf_counter()
-    app = QConsoleApp(Root(root), interval=interval, live_countdown=True, audit_log=os.devnull)
+    handle = Root(root)
+    # as `qconsole ROOT` starts it: the first counts forked off before the app (cli/tui.py)
+    app = QConsoleApp(handle, interval=interval, live_countdown=True, audit_log=os.devnull,
+                      first_counts=[handle.start_first_count()])
     async with app.run_test(size=(100, 30)) as pilot:
         rs = app.screen
         assert isinstance(rs, RootScreen)

@@ -60,9 +60,13 @@ class QConsoleApp(App[None]):
         poison_threshold: int = 3,
         thresholds: Thresholds | None = None,
         colors: int | None = None,
+        first_counts: list[Any] | None = None,
     ) -> None:
         super().__init__()
         self.roots: list[Backend] = roots if isinstance(roots, list) else [roots]
+        #: per root, the counts a forked process started taking before the app (None: none);
+        #: the root screen's first scan takes them (Backend.start_first_count)
+        self.first_counts: list[Any] = list(first_counts or [None] * len(self.roots))
         self.interval = interval
         self.read_only = read_only
         self.audit_log = audit_log

@@ -196,9 +196,18 @@ class RootScreen(Screen[None]):
                 batch.errors.append(str(err))
                 continue
             batch.errors.extend(errors)
+            first, self.qapp.first_counts[i] = self.qapp.first_counts[i], None
+            # a forked process's one-shot count, started before the app (big queues counted
+            # the quick way); small ones are listed here anyway, for their ids (rates)
+            early = (first.take() or {}) if first is not None else {}
             for name in names:
                 key = row_key(i, name)
                 last = self.scans.get(key)
+                got = early.get(name) if last is None else None
+                if got is not None and got.total > ID_RATE_LIMIT:
+                    # no stamp kept: the next scan lists it again
+                    batch.rows.append((i, got, None))
+                    continue
                 try:
                     stamp = root.queue_stamp(name)
                 except (QConsoleError, OSError):

@@ -209,6 +209,12 @@ class Backend:
                    check_types: bool = False) -> QueueScan:
         raise NotImplementedError
 
+    def start_first_count(self, now: float | None = None) -> Any:
+        """Start counting every queue in a forked process, for a console's first screen (an
+        object whose ``take()`` gives ``{name: QueueScan}`` or None, and ``close()``); None
+        where the store gains nothing from it. Only while the process has no thread."""
+        return None
+
     def list_messages(self, name: str, now: float | None = None, *, previous: MessageColumns | None = None,
                       progress: Callable[[MessageColumns], None] | None = None) -> MessageColumns:
         """One queue's messages in delivery order as columns (the console's list).

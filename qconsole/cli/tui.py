@@ -64,11 +64,18 @@ def open_(
     from ..output.nagios import Thresholds
 
     handles = open_targets(roots, root_opt, layout)
-    from qconsole.screens.app import QConsoleApp
+    # the first counts, taken by forked processes while Textual loads (no thread runs yet)
+    first = [h.start_first_count() for h in handles]
+    try:
+        from qconsole.screens.app import QConsoleApp
 
-    QConsoleApp(handles, interval=interval, read_only=read_only, audit_log=audit_log,
-                thresholds=Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired),
-                poison_threshold=poison_threshold).run()
+        QConsoleApp(handles, interval=interval, read_only=read_only, audit_log=audit_log,
+                    thresholds=Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired),
+                    poison_threshold=poison_threshold, first_counts=first).run()
+    finally:
+        for f in first:
+            if f is not None:
+                f.close()  # still running if the console quit before its first scan
 
 
 def _demo_thresholds() -> object:

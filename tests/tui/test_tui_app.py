@@ -396,3 +396,34 @@ async def test_status_and_header_fields_are_separated_and_fit_80_columns(roots: 
         assert row.index(lst.messages[inflight].id) == HEADER.index("id")
         svg = portable_svg(app.export_screenshot())
         assert ">&#160;" not in svg  # no text run starts with spaces (some renderers drop them)
+
+
+async def test_first_scan_takes_the_forked_count_of_big_queues(roots: tuple[str, str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`qconsole ROOT` forks a one-shot count before the app starts; the root screen's first
+    scan shows it for big queues without counting them itself, and the rows are the same."""
+    import qconsole.screens.root_screen as root_screen
+
+    async def rows(app: QConsoleApp) -> list[tuple[str, ...]]:
+        async with app.run_test(size=(100, 24)) as pilot:
+            await settle(pilot)
+            table = app.screen.query_one("DataTable")
+            return [tuple(c.plain if hasattr(c, "plain") else str(c) for c in table.get_row(r.key))
+                    for r in table.ordered_rows]
+
+    want = await rows(make_app(list(roots)))
+    monkeypatch.setattr(root_screen, "ID_RATE_LIMIT", 0)  # every queue holding a message is "big"
+    # (earlier apps of this process left idle threads, which `qconsole ROOT` has none of)
+    monkeypatch.setattr("qconsole.backends.fs.first_count._single_threaded", lambda: True)
+    handles = [Root(p) for p in roots]
+    first = [h.start_first_count(now=FIXED_NOW) for h in handles]
+    assert all(f is not None for f in first)
+    counted_here: list[str] = []
+    for h in handles:
+        real = h.scan_queue
+        monkeypatch.setattr(h, "scan_queue", lambda name, *a, _real=real, **k: counted_here.append(name) or _real(name, *a, **k))
+    app = QConsoleApp(handles, clock=Clock(), audit_log=os.devnull, interval=0, live_countdown=False, first_counts=first)
+    got = await rows(app)
+    assert got == want
+    assert app.first_counts == [None, None]  # taken once
+    assert "emails" not in counted_here and "orders" not in counted_here  # big: the forked count's

@@ -121,6 +121,11 @@ class FileBackend(Backend):
         self.require_queue(name)
         return self.module.scan_queue(self.path, name, now, collect=collect, check_types=check_types)
 
+    def start_first_count(self, now: float | None = None) -> Any:
+        from .first_count import FirstCount
+
+        return FirstCount.start(self, now)
+
     def columns_lister(self) -> Any:
         """The layout's own ``list_columns`` (names to columns, by difference), or None: then
         the columns are made from a collected scan."""

@@ -1,0 +1,101 @@
+"""A console's first counts, taken by a forked process while the console starts.
+
+The console counts in a worker thread, and a threaded process must not fork, so its counts
+cannot use what makes ``stats`` quick on a big root (several processes, a big queue parsed
+beside its listing: :mod:`.parallel`, :mod:`.pipeline`). Forked *before* any thread starts
+(before Textual is even imported, from the CLI), one process takes the one-shot count of every
+queue while the console starts; the root screen's first scan takes it instead of counting
+big queues itself. Later scans are the console's own. Anything wrong with the child (it
+failed, died, or sent something that does not unpack) means the console counts as before.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import signal
+import sys
+
+from ...model import QueueScan
+from .parallel import _FIELDS, _MESSAGES_AT
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .root import FileBackend
+
+
+def _single_threaded() -> bool:
+    threading = sys.modules.get("threading")  # not imported: no thread was started through it
+    return threading is None or threading.active_count() == 1
+
+
+class FirstCount:
+    """The counts a forked child is taking (:meth:`start`); :meth:`take` waits for them once."""
+
+    def __init__(self, pid: int, rfd: int) -> None:
+        self.pid = pid
+        self.rfd: int | None = rfd
+
+    @classmethod
+    def start(cls, backend: FileBackend, now: float | None = None) -> FirstCount | None:
+        """The child counting ``backend``'s root (at ``now``, else its own clock's time), or None
+        where forking is not safe or possible."""
+        if not hasattr(os, "fork") or not _single_threaded():
+            return None
+        try:
+            rfd, wfd = os.pipe()
+        except OSError:
+            return None
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(rfd)
+            os.close(wfd)
+            return None
+        if pid == 0:  # pragma: no cover - the child's coverage is not collected
+            code = 1
+            try:
+                os.close(rfd)
+                scan = backend.scan(now=now, jobs=None)
+                data = memoryview(marshal.dumps([[getattr(q, f) for f in _FIELDS] for q in scan.queues]))
+                while data:
+                    data = data[os.write(wfd, data):]
+                code = 0
+            finally:
+                os._exit(code)  # neither the parent's exit handlers nor its buffers
+        os.close(wfd)
+        return cls(pid, rfd)
+
+    def take(self) -> dict[str, QueueScan] | None:
+        """Every queue's counts by name, once (blocks until the child is done); None when the
+        child failed or was already taken or closed."""
+        rfd, self.rfd = self.rfd, None
+        if rfd is None:
+            return None
+        with open(rfd, "rb") as pipe:
+            data = pipe.read()
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return None
+        if status != 0:
+            return None
+        at = _MESSAGES_AT
+        try:
+            rows = marshal.loads(data)
+            scans = [QueueScan(*values[:at], None, *values[at:]) for values in rows]
+        except (ValueError, EOFError, TypeError):
+            return None
+        return {s.name: s for s in scans if type(s.name) is str}
+
+    def close(self) -> None:
+        """Stop a child whose counts are no longer wanted (the console quit before its first scan)."""
+        rfd, self.rfd = self.rfd, None
+        if rfd is None:
+            return
+        os.close(rfd)
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass

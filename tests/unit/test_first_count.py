@@ -1,0 +1,60 @@
+"""The console's first counts taken by a forked process (backends/fs/first_count.py)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from qconsole.backends import open_target as Root
+from qconsole.backends.fs.first_count import FirstCount
+from qconsole.demo import build_fixture
+
+
+def _fields(scan):
+    return (scan.name, scan.layout, scan.counts, scan.by_priority, scan.oldest_ready_created, scan.next_deadline,
+            scan.errors, scan.warnings, scan.id_unit)
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_the_forked_count_is_the_one_shot_count_of_every_queue(tmp_path, which):
+    root = Root(build_fixture(str(tmp_path))[which])
+    first = root.start_first_count()
+    assert first is not None
+    got = first.take()
+    want = root.scan(jobs=1).queues
+    assert got is not None and sorted(got) == [q.name for q in want]
+    assert [_fields(got[q.name]) for q in want] == [_fields(q) for q in want]
+    assert first.take() is None  # taken once
+    first.close()  # nothing left to stop
+
+
+def test_a_failing_child_gives_nothing_and_the_console_counts_itself(tmp_path, monkeypatch):
+    root = Root(build_fixture(str(tmp_path))[0])
+    monkeypatch.setattr(type(root), "scan", lambda self, *a, **k: 1 / 0)
+    first = root.start_first_count()
+    assert first is not None and first.take() is None
+
+
+def test_no_fork_once_a_thread_runs(tmp_path):
+    root = Root(build_fixture(str(tmp_path))[0])
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert FirstCount.start(root) is None
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_close_stops_a_child_not_taken(tmp_path, monkeypatch):
+    root = Root(build_fixture(str(tmp_path))[0])
+    monkeypatch.setattr(type(root), "scan", lambda self, *a, **k: __import__("time").sleep(60))
+    first = root.start_first_count()
+    assert first is not None
+    first.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(first.pid, os.WNOHANG)  # reaped: no zombie left
+    assert first.take() is None
