@@ -88,6 +88,8 @@ class ScanBatch:
     errors: list[str] = field(default_factory=list)
     #: row key -> (stamp, monotonic time) of the queues counted in this pass
     stamps: dict[str, tuple[object, float]] = field(default_factory=dict)
+    #: row key -> when a row was counted, where that is not ``at`` (the first count, forked earlier)
+    taken_at: dict[str, float] = field(default_factory=dict)
 
 
 class QueueTable(DataTable):  # type: ignore[type-arg]
@@ -196,18 +198,22 @@ class RootScreen(Screen[None]):
                 batch.errors.append(str(err))
                 continue
             batch.errors.extend(errors)
+            # a forked process's one-shot count of the big queues, started before the app (the
+            # quick way: several processes); waited for only when its first queue comes up
             first, self.qapp.first_counts[i] = self.qapp.first_counts[i], None
-            # a forked process's one-shot count, started before the app (big queues counted
-            # the quick way); small ones are listed here anyway, for their ids (rates)
-            early = (first.take() or {}) if first is not None else {}
+            early: dict[str, QueueScan] | None = None
             for name in names:
                 key = row_key(i, name)
                 last = self.scans.get(key)
-                got = early.get(name) if last is None else None
-                if got is not None and got.total > ID_RATE_LIMIT:
-                    # no stamp kept: the next scan lists it again
-                    batch.rows.append((i, got, None))
-                    continue
+                if last is None and first is not None and name in first.names:
+                    if early is None:
+                        early = first.take() or {}
+                    got = early.get(name)
+                    if got is not None and got.total > ID_RATE_LIMIT:  # (else listed here, for its ids)
+                        # no stamp kept: the next scan lists it again; rates count from when it was taken
+                        batch.rows.append((i, got, None))
+                        batch.taken_at[key] = got.scanned_at
+                        continue
                 try:
                     stamp = root.queue_stamp(name)
                 except (QConsoleError, OSError):
@@ -235,6 +241,8 @@ class RootScreen(Screen[None]):
                 ids = frozenset(m.id for m in scan.messages) if scan.messages is not None else None
                 scan.messages = None  # the root screen needs counts only; free the memory
                 batch.rows.append((i, scan, ids))
+            if first is not None and early is None:
+                first.close()  # none of its queues is here any more: stop and reap it
         batch.duration_s = timer() - started
         batch.cpu_s = time.thread_time() - cpu
         self.post_message(self.Scanned(batch))
@@ -247,7 +255,7 @@ class RootScreen(Screen[None]):
             key = row_key(i, scan.name)
             seen.add(key)
             self.scans[key] = (i, scan)
-            self.history.setdefault(key, QueueHistory()).add(scan, batch.at, ids)
+            self.history.setdefault(key, QueueHistory()).add(scan, batch.taken_at.get(key, batch.at), ids)
         self.stamps.update(batch.stamps)
         for key in list(self.scans):
             if key not in seen:

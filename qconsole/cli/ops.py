@@ -276,10 +276,11 @@ def purge(
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="purge")
     if state is not None and state not in ("ready", "inflight", "expired"):
         raise fail(f"purge --state takes one of ready, inflight, expired, not {state!r}")
-    # the same listing the purge itself takes: a count by names alone can include non-messages
-    n = len(ops.purge_candidates(queue, state))
-    how = "for good" if no_trash else "to the trash"
-    _confirm(f"Purge {n} {state or ''} message(s) of {safe_name(queue)} {how}?".replace("  ", " "), yes)
+    if not yes:  # (with --yes nothing asks: the purge's own listing is the only one)
+        # the same listing the purge itself takes: a count by names alone can include non-messages
+        n = len(ops.purge_candidates(queue, state))
+        how = "for good" if no_trash else "to the trash"
+        _confirm(f"Purge {n} {state or ''} message(s) of {safe_name(queue)} {how}?".replace("  ", " "), yes)
     _report(ops, ops.purge(queue, state=state, trash=not no_trash), verbose_skips=False)
 
 

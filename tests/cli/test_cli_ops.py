@@ -107,6 +107,18 @@ def test_purge_keeps_queue_files_and_undo(droot):
     assert os.listdir(os.path.join(droot, "jobs", "work")) == []  # in-flight came back ready
 
 
+def test_purge_with_yes_lists_the_queue_once(droot, monkeypatch):
+    """Nothing to confirm, nothing to count first: a purge of 100k messages lists them once."""
+    from qconsole.backends.fs.root import FileBackend
+
+    calls = []
+    real = FileBackend.scan_queue
+    monkeypatch.setattr(FileBackend, "scan_queue", lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    res = run("purge", "jobs", "--yes", "-r", droot)
+    assert res.exit_code == 0 and "3 done" in res.output
+    assert len(calls) == 1
+
+
 def test_no_trash_really_unlinks_and_trash_empty(droot):
     assert run("purge", "jobs", "--state", "ready", "--yes", "-r", droot).exit_code == 0
     assert run("purge", "jobs", "--no-trash", "--yes", "-r", droot).exit_code == 0

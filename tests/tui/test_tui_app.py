@@ -415,6 +415,7 @@ async def test_first_scan_takes_the_forked_count_of_big_queues(roots: tuple[str,
     monkeypatch.setattr(root_screen, "ID_RATE_LIMIT", 0)  # every queue holding a message is "big"
     # (earlier apps of this process left idle threads, which `qconsole ROOT` has none of)
     monkeypatch.setattr("qconsole.backends.fs.first_count._single_threaded", lambda: True)
+    monkeypatch.setattr("qconsole.backends.fs.first_count.BIG_BYTES", 0)
     handles = [Root(p) for p in roots]
     first = [h.start_first_count(now=FIXED_NOW) for h in handles]
     assert all(f is not None for f in first)
@@ -427,3 +428,24 @@ async def test_first_scan_takes_the_forked_count_of_big_queues(roots: tuple[str,
     assert got == want
     assert app.first_counts == [None, None]  # taken once
     assert "emails" not in counted_here and "orders" not in counted_here  # big: the forked count's
+
+
+async def test_rates_start_from_when_the_forked_count_was_taken(roots: tuple[str, str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forked count is older than the screen's first pass: its rows enter the rate history at
+    their own time, or the first rate would divide by too short a time."""
+    import qconsole.screens.root_screen as root_screen
+
+    monkeypatch.setattr("qconsole.backends.fs.first_count._single_threaded", lambda: True)
+    monkeypatch.setattr("qconsole.backends.fs.first_count.BIG_BYTES", 0)
+    monkeypatch.setattr(root_screen, "ID_RATE_LIMIT", 0)
+    handles = [Root(p) for p in roots]
+    first = [h.start_first_count(now=FIXED_NOW - 5) for h in handles]
+    app = QConsoleApp(handles, clock=Clock(), audit_log=os.devnull, interval=0, live_countdown=False, first_counts=first)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RootScreen)
+        taken = {k: h.last_at for k, h in screen.history.items()}
+        big = [k for k, (_i, s) in screen.scans.items() if s.total > 0]
+        assert big and all(taken[k] == FIXED_NOW - 5 for k in big)

@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,9 +22,15 @@ qn = st.one_of(st.integers(1_600_000_000_000, 1_800_000_000_000).map(lambda n: f
                st.sampled_from(["1", "42", "17000000001"]))
 uid = st.text("0123456789abcdefAB", min_size=1, max_size=8)
 deadline = st.integers(1_699_999_990, 1_700_000_010).map(str)
+#: near misses of a message name: each must send its queue the exact way (foreign there)
+NEAR = ["1..ddmqab", ".1.ddmqab", "1.2.ddmq", "1.2.ddmqa_b", "1.2.DDMQab", "\u0663.2.ddmqab", "1.2.ddmqab.x",
+        "1" * 21 + ".2.ddmqab", "1.2.ddmq" + "a" * 65, "1.2.xddmqab", "+1.2.ddmqab", " 1.2.ddmqab",
+        "1.2.ddmqa\u00e9", "1.2.ddmqa b", "1.2", "1.2.3.ddmqab", "ddmq", "1.2.ddmq\u0663"]
+WORK_NEAR = ["1.2.ddmqab", "1..2.ddmqab", "1700000000.1.2.ddmq", "1700000000.1.2.ddmqa-b", "+1.1.2.ddmqab",
+             "1700000000.1.2.3.ddmqab", "\u0663.1.2.ddmqab", "1700000000.1." + "2" * 21 + ".ddmqab"]
 TWISTS = ["", "ready-and-held", "ready-twice", "held-twice", "foreign", "glob-foreign", "temp", "example",
           "intermediate", "newline", "subdir-in-work", "subdir-in-queue", "no-work-files", "bad-work-name",
-          "long-deadline"]
+          "long-deadline"] + [f"near:{n}" for n in NEAR] + [f"wnear:{n}" for n in WORK_NEAR]
 
 
 def _make_queue(qdir: str, waiting: list[tuple[str, str, str]], held: list[tuple[str, str, str, str]],
@@ -61,6 +68,10 @@ def _make_queue(qdir: str, waiting: list[tuple[str, str, str]], held: list[tuple
         wnames.append("soon.1.1.ddmqab")
     elif twist == "long-deadline":  # more digits than any clock: foreign in work/
         wnames.append("170000000000.1.1.ddmqzz")
+    elif twist.startswith("near:"):
+        names.append(twist[5:])
+    elif twist.startswith("wnear:"):
+        wnames.append(twist[6:])
     for n in names:
         open(os.path.join(qdir, n), "w").close()
     for n in wnames:
@@ -74,7 +85,7 @@ queue = st.tuples(
 )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(queue, min_size=1, max_size=5))
 def test_count_many_equals_scan_queue_per_queue(queues):
     root = tempfile.mkdtemp(prefix="qc-ddmq-many-")
@@ -110,3 +121,18 @@ def test_plain_queues_take_the_short_way_and_unusual_ones_the_exact_way(tmp_path
     assert plain.next_deadline == 1700000100.0
     assert plain.warnings and "mixed-width" in plain.warnings[0]
     assert odd.counts["foreign"] == 1 and any("x.1.ddmqab" in e for e in odd.errors)
+
+
+@pytest.mark.parametrize("twist", [f"near:{n}" for n in NEAR] + [f"wnear:{n}" for n in WORK_NEAR])
+def test_every_near_miss_sends_its_queue_the_exact_way(tmp_path, monkeypatch, twist):
+    """A name the exact path's pattern does not take whole is never counted the short way."""
+    open(tmp_path / "ddmq.yaml", "w").close()
+    _make_queue(str(tmp_path / "q"), [("9", "17000000001234", "aa")], [("1700000100", "9", "17000000000002", "dd")],
+                twist)
+    short = []
+    real = ddmq._count_plain
+    monkeypatch.setattr(ddmq, "_count_plain", lambda *a: short.append(real(*a)) or short[-1])
+    many = ddmq.count_many(str(tmp_path), ["q"], NOW)
+    assert short == [None]
+    assert many == [ddmq.scan_queue(str(tmp_path), "q", NOW)]
+    assert many[0].counts["foreign"] == 1
