@@ -85,9 +85,17 @@ queue = st.tuples(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.fixture(params=["regex", "split"])
+def parser(request, monkeypatch):
+    """Both parsers of the short way: the patterns' findall, and split at the dots (small roots)."""
+    monkeypatch.setattr(ddmq, "_use_split", lambda n: request.param == "split")
+    return request.param
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
 @given(st.lists(queue, min_size=1, max_size=5))
-def test_count_many_equals_scan_queue_per_queue(queues):
+def test_count_many_equals_scan_queue_per_queue(parser, queues):
     root = tempfile.mkdtemp(prefix="qc-ddmq-many-")
     try:
         open(os.path.join(root, "ddmq.yaml"), "w").close()
@@ -103,7 +111,7 @@ def test_count_many_equals_scan_queue_per_queue(queues):
     assert many == one
 
 
-def test_plain_queues_take_the_short_way_and_unusual_ones_the_exact_way(tmp_path, monkeypatch):
+def test_plain_queues_take_the_short_way_and_unusual_ones_the_exact_way(tmp_path, monkeypatch, parser):
     open(tmp_path / "ddmq.yaml", "w").close()
     waiting = [("9", "17000000001234", "aa"), ("10", "17000000005678", "bb"), ("9", "17000000000001", "cc")]
     held = [("1700000100", "9", "17000000000002", "dd"), ("1600000000", "10", "17000000000003", "ee")]
@@ -111,7 +119,7 @@ def test_plain_queues_take_the_short_way_and_unusual_ones_the_exact_way(tmp_path
     _make_queue(str(tmp_path / "odd"), waiting, held, "glob-foreign")
     short = []
     real = ddmq._count_plain
-    monkeypatch.setattr(ddmq, "_count_plain", lambda *a: short.append(real(*a)) or short[-1])
+    monkeypatch.setattr(ddmq, "_count_plain", lambda *a, **k: short.append(real(*a, **k)) or short[-1])
     plain, odd = ddmq.count_many(str(tmp_path), ["plain", "odd"], NOW)
     assert [s is not None for s in short] == [True, False]
     assert plain.counts["ready"] == 3 and plain.counts["inflight"] == 1 and plain.counts["expired"] == 1
@@ -124,15 +132,30 @@ def test_plain_queues_take_the_short_way_and_unusual_ones_the_exact_way(tmp_path
 
 
 @pytest.mark.parametrize("twist", [f"near:{n}" for n in NEAR] + [f"wnear:{n}" for n in WORK_NEAR])
-def test_every_near_miss_sends_its_queue_the_exact_way(tmp_path, monkeypatch, twist):
+def test_every_near_miss_sends_its_queue_the_exact_way(tmp_path, monkeypatch, twist, parser):
     """A name the exact path's pattern does not take whole is never counted the short way."""
     open(tmp_path / "ddmq.yaml", "w").close()
     _make_queue(str(tmp_path / "q"), [("9", "17000000001234", "aa")], [("1700000100", "9", "17000000000002", "dd")],
                 twist)
     short = []
     real = ddmq._count_plain
-    monkeypatch.setattr(ddmq, "_count_plain", lambda *a: short.append(real(*a)) or short[-1])
+    monkeypatch.setattr(ddmq, "_count_plain", lambda *a, **k: short.append(real(*a, **k)) or short[-1])
     many = ddmq.count_many(str(tmp_path), ["q"], NOW)
     assert short == [None]
     assert many == [ddmq.scan_queue(str(tmp_path), "q", NOW)]
     assert many[0].counts["foreign"] == 1
+
+
+def test_a_small_root_is_counted_without_importing_re(tmp_path):
+    """Nagios runs `check` every minute: a small ddmq root of plain queues compiles no pattern."""
+    import subprocess
+    import sys
+
+    open(tmp_path / "ddmq.yaml", "w").close()
+    _make_queue(str(tmp_path / "q"), [("9", "17000000001234", "aa")], [("1700000100", "9", "17000000000002", "dd")], "")
+    code = ("import sys; from qconsole.backends import open_target; s = open_target(sys.argv[1]).scan(jobs=1); "
+            "assert s.queues[0].counts['ready'] == 1; print('re' in sys.modules)")
+    out = subprocess.run([sys.executable, "-S", "-c", code, str(tmp_path)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
