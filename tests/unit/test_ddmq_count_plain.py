@@ -159,3 +159,24 @@ def test_a_small_root_is_counted_without_importing_re(tmp_path):
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_a_root_of_many_queues_is_parsed_by_the_patterns_compiled_before_any_fork(tmp_path):
+    """The pooled scan hands out chunks of a few queues: the choice is the root's (prepare_count),
+    made once before the scanners fork, not each chunk's."""
+    import subprocess
+    import sys
+
+    open(tmp_path / "ddmq.yaml", "w").close()
+    for i in range(70):
+        _make_queue(str(tmp_path / f"q{i:02d}"), [("9", f"170000000{i:05d}", f"a{i}")], [], "")
+    code = ("import sys; from qconsole.backends.ddmq import layout as L; from qconsole.backends import open_target\n"
+            "def no(*a): raise AssertionError('split')\n"
+            "L._split_parse = no\n"
+            "s = open_target(sys.argv[1]).scan(jobs=2)\n"
+            "assert [q.counts['ready'] for q in s.queues] == [1] * 70 and not any(q.errors for q in s.queues)\n"
+            "print(len(L._COMPILED))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "4"

@@ -198,6 +198,9 @@ class FileBackend(Backend):
                 raise UnknownQueueError(f"no queue {missing[0]!r} in {self.path}")
             names = wanted
         module, path = self.module, self.path
+        prepare = getattr(module, "prepare_count", None)
+        if prepare is not None:
+            prepare(len(names))  # (before any scanner is forked)
         # beside: a big queue is parsed in a forked process while this one lists it: never
         # with --jobs 1, always for one queue with --jobs 2 and up, else (None) when a core is
         # idle at that moment (not while the other shares' processes keep them busy)
