@@ -33,6 +33,14 @@ TWISTS = ["", "ready-and-held", "ready-twice", "held-twice", "foreign", "glob-fo
           "long-deadline"] + [f"near:{n}" for n in NEAR] + [f"wnear:{n}" for n in WORK_NEAR]
 
 
+#: twists that add one name to the queue directory, or to work/
+EXTRA = {"foreign": "notes.txt", "glob-foreign": "x.1.ddmqab", "temp": f"{QC_TEMP_PREFIX}publish-1",
+         "example": "ddmq.yaml.example", "intermediate": "ddmq.yaml.intermediate",
+         "newline": "notes\n1.2.ddmqzz"}  # (one name, one line of it like a message)
+WORK_EXTRA = {"bad-work-name": "soon.1.1.ddmqab",
+              "long-deadline": "170000000000.1.1.ddmqzz"}  # (more digits than any clock: foreign)
+
+
 def _make_queue(qdir: str, waiting: list[tuple[str, str, str]], held: list[tuple[str, str, str, str]],
                 twist: str) -> None:
     os.makedirs(os.path.join(qdir, "work"))
@@ -48,26 +56,14 @@ def _make_queue(qdir: str, waiting: list[tuple[str, str, str]], held: list[tuple
     elif twist == "held-twice" and held:
         d, p, q, u = held[0]
         wnames.append(f"{int(d) + 1}.{p}.{q}.ddmq{u}")
-    elif twist == "foreign":
-        names.append("notes.txt")
-    elif twist == "glob-foreign":
-        names.append("x.1.ddmqab")
-    elif twist == "temp":
-        names.append(f"{QC_TEMP_PREFIX}publish-1")
-    elif twist == "example":
-        names.append("ddmq.yaml.example")
-    elif twist == "intermediate":
-        names.append("ddmq.yaml.intermediate")
-    elif twist == "newline":
-        names.append("notes\n1.2.ddmqzz")  # one name, one line of it like a message
+    elif twist in EXTRA:
+        names.append(EXTRA[twist])
     elif twist == "subdir-in-work":
         os.mkdir(os.path.join(qdir, "work", "1700000000.1.1.ddmqdir"))
     elif twist == "subdir-in-queue":
         os.mkdir(os.path.join(qdir, "1.1.ddmqdir"))
-    elif twist == "bad-work-name":
-        wnames.append("soon.1.1.ddmqab")
-    elif twist == "long-deadline":  # more digits than any clock: foreign in work/
-        wnames.append("170000000000.1.1.ddmqzz")
+    elif twist in WORK_EXTRA:
+        wnames.append(WORK_EXTRA[twist])
     elif twist.startswith("near:"):
         names.append(twist[5:])
     elif twist.startswith("wnear:"):
