@@ -84,7 +84,7 @@ queue = st.tuples(
 @pytest.fixture(params=["regex", "split"])
 def parser(request, monkeypatch):
     """Both parsers of the short way: the patterns' findall, and split at the dots (small roots)."""
-    monkeypatch.setattr(ddmq, "_use_split", lambda n: request.param == "split")
+    monkeypatch.setattr(ddmq, "_use_split", lambda: request.param == "split")
     return request.param
 
 

@@ -693,8 +693,10 @@ def prepare_count(n_queues: int) -> None:
         _patterns()
 
 
-def _use_split(n_queues: int) -> bool:
-    return not _COMPILED  # (compiled: a root of many, or the exact path ran; the patterns are quicker)
+def _use_split() -> bool:
+    """No pattern compiled yet (a small root): split. Compiled (a root of many: prepare_count; or
+    the exact path ran): the patterns, quicker."""
+    return not _COMPILED
 
 
 @gc_paused
@@ -712,7 +714,7 @@ def count_many(root: str, names: list[str], now: float, *, check_types: bool = F
         return [_scan_queue(root, n, now, check_types=True, beside=beside) for n in names]
     out: list[QueueScan] = []
     stat, listdir = os.stat, os.listdir
-    split = _use_split(len(names))
+    split = _use_split()
     for name in names:
         qdir = f"{root}/{name}"
         scan = None
