@@ -210,7 +210,7 @@ class Backend:
         raise NotImplementedError
 
     def start_first_count(self, now: float | None = None) -> Any:
-        """Start counting every queue in a forked process, for a console's first screen (an
+        """Start counting the big queues in a forked process, for a console's first screen (an
         object whose ``take()`` gives ``{name: QueueScan}`` or None, and ``close()``); None
         where the store gains nothing from it. Only while the process has no thread."""
         return None

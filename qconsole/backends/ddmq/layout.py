@@ -21,8 +21,8 @@ from ...timeunits import ddmq_created
 from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
 from ..fs.detect import DDMQ_CONFIG, DDMQ_WORK, is_ddmq_queue_dir as is_queue_dir
 from ..fs.listing import (
-    QC_TEMP_PREFIX, STREAM_BYTES, ErrorList, all_ascii_digits, gc_paused, is_ascii_digits, list_entries, listing,
-    listing_chunks, names_only, os_error_line,
+    NO_IRREGULAR, QC_TEMP_PREFIX, STREAM_BYTES, ErrorList, all_ascii_digits, gc_paused, is_ascii_digits,
+    list_entries, listing, listing_chunks, names_only, os_error_line,
 )
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
@@ -502,8 +502,8 @@ def _summarize_work(chunks: Iterable[tuple[list[str], frozenset[str] | set[str]]
     nearest: float | None = None
     temp = foreign = 0
     dup = False
+    _, work_re, _, work_lines = _patterns()
     for names, irregular in chunks:
-        _, work_re, _, work_lines = _patterns()
         groups, rest = _bulk_parse(work_re, work_lines, names, irregular)
         del names
         if rest:
@@ -558,8 +558,8 @@ def _summarize_waiting(chunks: Iterable[tuple[list[str], frozenset[str] | set[st
     smallest_long: list[tuple[str, int]] = []  # the same among time-based (10+ digit) numbers
     all_long = True
     temp = foreign = 0
+    waiting_re, _, waiting_lines, _ = _patterns()
     for names, irregular in chunks:
-        waiting_re, _, waiting_lines, _ = _patterns()
         groups, rest = _bulk_parse(waiting_re, waiting_lines, names, irregular, _QUEUE_FILES)
         del names
         if rest:
@@ -763,19 +763,13 @@ Parsed = tuple
 
 
 def _regex_parse(msgs: set[str], wnames: list[str]) -> Parsed | None:
-    _, _, waiting_lines, work_lines = _patterns()
-    text = "\n".join(msgs)
-    if text.count("\n") != len(msgs) - 1 and msgs:
-        return None  # a name holding a newline: a line is no longer a name
-    groups = waiting_lines.findall(text)
-    if len(groups) != len(msgs):
-        return None  # a foreign name, a temp file
-    hgroups: list[tuple[str, ...]] = []
-    if wnames:
-        wtext = "\n".join(wnames)
-        hgroups = work_lines.findall(wtext)
-        if len(hgroups) != len(wnames) or wtext.count("\n") != len(wnames) - 1:
-            return None
+    waiting_re, work_re, waiting_lines, work_lines = _patterns()
+    groups, rest = _bulk_parse(waiting_re, waiting_lines, list(msgs), NO_IRREGULAR)
+    if rest:
+        return None  # a foreign name, a temp file, a name holding a newline
+    hgroups, wrest = _bulk_parse(work_re, work_lines, wnames, NO_IRREGULAR)
+    if wrest:
+        return None
     return (list(map(_FIRST, groups)), list(map(_SECOND, groups)), list(map(_THIRD, groups)), hgroups,
             set(map(_FOURTH, hgroups)))
 

@@ -58,8 +58,8 @@ def detect_layout(root: str) -> str:
         with os.scandir(fd) as it:
             subdirs = [e.name for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)]
         # a VSQS root of thousands of queues: os.access raises nothing for the ddmq.yaml that is
-        # not there (a failed stat's OSError costs more than the lookup: 6 -> 2 ms per 2,000)
-        # (effective ids, as stat goes by: a setuid wrapper sees what it may open)
+        # not there (a failed stat's OSError costs more than the lookup: detection 6 -> 4 ms per
+        # 2,000); by effective ids, as stat goes, so a setuid wrapper sees what it may open
         maybe = [name for name in subdirs
                  if os.access(f"{name}/{DDMQ_CONFIG}", os.F_OK, dir_fd=fd, effective_ids=True)]
         if any(is_ddmq_queue_dir(name, fd) for name in maybe):

@@ -3,10 +3,11 @@
 The console counts in a worker thread, and a threaded process must not fork, so its counts
 cannot use what makes ``stats`` quick on a big root (several processes, a big queue parsed
 beside its listing: :mod:`.parallel`, :mod:`.pipeline`). Forked *before* any thread starts
-(before Textual is even imported, from the CLI), one process takes the one-shot count of every
-queue while the console starts; the root screen's first scan takes it instead of counting
-big queues itself. Later scans are the console's own. Anything wrong with the child (it
-failed, died, or sent something that does not unpack) means the console counts as before.
+(before Textual is even imported, from the CLI), one process takes the one-shot count of the
+big queues while the console starts; the root screen's first scan takes it instead of counting
+them itself (the small ones it counts at once, as before). Later scans are the console's own.
+Anything wrong with the child (it failed, died, or sent something that does not unpack) means
+the console counts as before.
 """
 
 from __future__ import annotations

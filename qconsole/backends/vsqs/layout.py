@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     import re
     from collections.abc import Iterable
 from ..fs.listing import (
-    NO_IRREGULAR, QC_TEMP_PREFIX, STREAM_BYTES, ErrorList, all_ascii_digits, gc_paused, is_ascii_digits, list_entries, listing,
-    listing_chunks, names_only, os_error_line,
+    NO_IRREGULAR, QC_TEMP_PREFIX, STREAM_BYTES, ErrorList, all_ascii_digits, gc_paused, is_ascii_digits,
+    list_entries, listing, listing_chunks, names_only, os_error_line,
 )
 
 
