@@ -8,15 +8,16 @@ these columns; a backend builds them (:meth:`qconsole.backends.base.Backend.list
 from names alone for the file layouts, or from the messages of a collected scan for any
 other store.
 
-Plain Python (``array`` and ``bisect``), no Textual: tested on its own.
+Plain Python (``array`` and ``bisect``), no Textual: tested on its own. A short column is a
+list and a long one an ``array`` (:func:`float_column`): the import of ``array``, with the
+``collections`` it pulls in, is ~2.5 ms of a ~20 ms ``ls`` of a small queue.
 """
 
 from __future__ import annotations
 
 import math
-from array import array
+from _collections_abc import Sequence  # collections.abc's own classes, without importing collections
 from bisect import bisect_right
-from collections.abc import Sequence
 from itertools import chain, compress
 from operator import itemgetter, methodcaller
 
@@ -25,13 +26,26 @@ from .states import DELAYED, EXPIRED, INFLIGHT, READY, STATES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from array import array
+    from collections.abc import Callable, Iterable, Iterator, MutableSequence
     from typing import Any
 
 #: state word -> the one-byte code in :attr:`MessageColumns.states`
 STATE_CODE: dict[str, int] = {s: i for i, s in enumerate(STATES)}
 NO_DEADLINE = math.nan
 _THIRD = itemgetter(2)
+#: float columns of up to this many rows are lists (32 bytes a row), longer ones ``array('d')``
+#: (8 bytes a row): see the module's docstring
+SHORT_COLUMN = 4096
+
+
+def float_column(values: Iterable[float], n: int) -> MutableSequence[float]:
+    """The ``n`` floats of ``values`` as a column: a list up to :data:`SHORT_COLUMN`, else an array."""
+    if n <= SHORT_COLUMN:
+        return list(values)
+    from array import array
+
+    return array("d", values)
 
 
 _TRIM: list[object] = []
@@ -141,8 +155,7 @@ class MessageColumns(Sequence[Message]):
     :attr:`QueueScan.messages` orders them).
 
     ``ids`` and ``relpaths`` are lists of str, ``states`` a bytearray of :data:`STATE_CODE`,
-    ``deadlines``
-    an ``array('d')`` (NaN: none). ``make(i)`` builds the Message of row ``i`` (a backend
+    ``deadlines`` a :func:`float_column` (NaN: none). ``make(i)`` builds the Message of row ``i`` (a backend
     turns a name back into its fields); when built from objects, ``objects`` holds them.
     ``scan`` holds the counts, warnings and errors of the listing (``messages`` is None).
     ``offset``: the rows before it have their id as file name and no deadline (VSQS ready
@@ -159,7 +172,8 @@ class MessageColumns(Sequence[Message]):
                  "ready_n", "ready_sorted", "stamp", "listed_at", "partial", "ready_sums", "relist_hint", "_cache",
                  "_held_deadlines")
 
-    def __init__(self, queue: str, ids: list[str], relpaths: list[str], states: bytearray, deadlines: array,
+    def __init__(self, queue: str, ids: list[str], relpaths: list[str], states: bytearray,
+                 deadlines: MutableSequence[float],
                  scan: QueueScan, *, make: Callable[[MessageColumns, int], Message] | None = None,
                  objects: list[Message] | None = None, ready_sorted: bool = False, stamp: Any = None,
                  listed_at: float = 0.0, partial: bool = False, offset: int = 0,
@@ -201,7 +215,7 @@ class MessageColumns(Sequence[Message]):
         relpaths = [m.relpath for m in msgs]
         codes = STATE_CODE
         states = bytearray(codes[m.state] for m in msgs)
-        deadlines = array("d", (NO_DEADLINE if m.deadline is None else m.deadline for m in msgs))
+        deadlines = float_column((NO_DEADLINE if m.deadline is None else m.deadline for m in msgs), len(msgs))
         if scan is None:
             scan = QueueScan(name=queue, layout=msgs[0].layout if msgs else "", scanned_at=0.0)
         return cls(queue, ids, relpaths, states, deadlines, scan, objects=msgs, **kwargs)
@@ -366,13 +380,14 @@ class MessageColumns(Sequence[Message]):
             rest = list(compress(self.relpaths, keep[n:]))
             return MessageColumns(self.queue, NameTails(heads, rest, self.ids.marker), rest,  # type: ignore[arg-type]
                                   bytearray(compress(self.states, keep)),
-                                  array("d", compress(self.deadlines, keep[n:])), self.scan, make=self.make,
+                                  float_column(compress(self.deadlines, keep[n:]), len(rest)), self.scan,
+                                  make=self.make,
                                   offset=len(heads), heads=heads, stamp=None, listed_at=self.listed_at)
         rows = self.rows_where(keep)
         ids = [self.ids[i] for i in rows]
         relpaths = [self.relpath(i) for i in rows]
         states = bytearray(self.states[i] for i in rows)
-        deadlines = array("d", (self.deadline_at(i) for i in rows))
+        deadlines = float_column(map(self.deadline_at, rows), len(rows))
         objects = [self.objects[i] for i in rows] if self.objects is not None else None
         return MessageColumns(self.queue, ids, relpaths, states, deadlines, self.scan, make=self.make,
                               objects=objects, ready_sorted=self.ready_sorted, stamp=None,

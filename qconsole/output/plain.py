@@ -8,14 +8,17 @@ are the caller's: every one holding queue data must already be escaped (safetext
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Sequence
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 def cell_width(text: str) -> int:
     """Terminal columns of ``text``: wide East Asian characters take two, combining marks none."""
     if text.isascii():
         return len(text)
+    import unicodedata  # only for text beyond ASCII (start-up time of a piped `ls`)
+
     width = 0
     for ch in text:
         if unicodedata.combining(ch):

@@ -13,10 +13,21 @@ from qconsole.backends import open_target
 from qconsole.backends.fs import root as fs_root
 from qconsole.backends.fs import sorted_names as sn
 from qconsole.backends.vsqs import columns as vcols
+from qconsole import columns as qcols
 from qconsole.columns import MessageColumns
 from qconsole.model import Message
 
 NOW = time.time()
+
+
+@pytest.fixture(autouse=True, params=["lists", "arrays"])
+def column_kind(request: Any, monkeypatch: Any) -> str:
+    """Every test with short columns as lists (sums made when a relisting needs them) and as
+    arrays (sums made with the listing), as a queue of more than SHORT_COLUMN rows has them."""
+    if request.param == "arrays":
+        monkeypatch.setattr(qcols, "SHORT_COLUMN", 0)
+        monkeypatch.setattr(vcols, "SHORT_COLUMN", 0)
+    return request.param
 
 
 def us(t: float) -> int:
@@ -233,6 +244,17 @@ def test_columns_from_objects_index_select_and_drop() -> None:
     assert [m.id for m in cols.with_ids({"e", "a"})] == ["a", "e"]
     smaller = cols.without({"b", "d"})
     assert [m.id for m in smaller] == ["a", "c", "e"] and smaller.ready_n == 1
+    assert [smaller.deadline_at(i) for i in range(3)][2] == 50.0
+
+
+def test_a_float_column_is_a_list_while_short_and_an_array_past_it(column_kind: str) -> None:
+    from array import array
+
+    col = qcols.float_column(iter([1.5, qcols.NO_DEADLINE, 3.0]), 3)
+    assert isinstance(col, array if column_kind == "arrays" else list)
+    assert col[0] == 1.5 and col[1] != col[1] and col[2] == 3.0 and len(col) == 3
+    col.extend([4.0])
+    assert list(col)[3:] == [4.0]
 
 
 def test_what_the_clock_turns_expired_is_counted_without_a_pass_over_the_rows() -> None:

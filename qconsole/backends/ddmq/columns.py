@@ -17,7 +17,7 @@ from bisect import bisect_left, bisect_right
 from itertools import compress, islice
 from operator import eq, itemgetter, methodcaller, not_
 
-from ...columns import STATE_CODE, MessageColumns, NameTails
+from ...columns import STATE_CODE, MessageColumns, NameTails, float_column
 from ...model import Message, QueueScan
 from ...states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, STATES, WRITING
 from ...timeunits import ddmq_created
@@ -192,7 +192,7 @@ def _build(queue: str, now: float, ready: list[str], acc: _Acc, work: _Work | No
     relpaths = [f"{WORK}/{n}" for _d, n in live + late]
     states = bytearray([STATE_CODE[READY]]) * len(ready)
     states += bytes([STATE_CODE[INFLIGHT]]) * len(live) + bytes([STATE_CODE[EXPIRED]]) * len(late)
-    deadlines = array("d", (float(d) for d, _n in live + late))
+    deadlines = float_column((float(d) for d, _n in live + late), len(live) + len(late))
     ids = NameTails(ready, relpaths, MARKER)
     return MessageColumns(queue, ids, relpaths, states, deadlines, scan,  # type: ignore[arg-type]
                           make=make_message, offset=len(ready), heads=ready, stamp=stamp, listed_at=listed_at,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import stat
 import time
-from array import array
 from bisect import bisect_left, bisect_right
 from itertools import accumulate, compress, repeat
 from operator import and_, eq, not_
@@ -22,6 +21,7 @@ from .listing import listing_chunks
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from array import array
     from collections.abc import Callable, Iterator
 
     #: one chunk's names and the irregular ones among them -> the chunk's ready names (unsorted)
@@ -128,6 +128,8 @@ def lstat_irregular(qdir: str, names: list[str]) -> set[str]:
 def running_sums(names: list[str], start: int = 0) -> array:
     """``start`` and then the running sums of the names' masked hashes (in chunks): the sum of
     any run of the list is two lookups, which is how a relisting checks the kept ones."""
+    from array import array  # here: a small queue's `ls` never needs it (see qconsole.columns)
+
     out = array("q", [start])
     for part in chunks(names):
         out.extend(array("q", accumulate(map(and_, map(hash, part), repeat(HASH_MASK)), initial=out[-1]))[1:])

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import os
 import time
-from array import array
 from bisect import bisect_left
 from itertools import filterfalse, repeat
 from operator import and_
 
-from ...columns import STATE_CODE, MessageColumns
+from ...columns import SHORT_COLUMN, STATE_CODE, MessageColumns, float_column
 from ...model import Message, QueueScan
 from ...states import EXPIRED, FOREIGN, INFLIGHT, READY, STATES, VSQS, WRITING
 from ...timeunits import vsqs_divisor
@@ -26,6 +25,7 @@ from .layout import MAX_DIGITS, _ascii_digits, _held_counts, held_split, sort_re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from array import array
     from collections.abc import Callable
 
 _NAN = float("nan")
@@ -134,8 +134,8 @@ def _build(queue: str, now: float, ready: list[str], acc: _Acc, *, partial: bool
     states = bytearray([STATE_CODE[READY]]) * n_ready
     states += bytes([STATE_CODE[INFLIGHT]]) * len(live) + bytes([STATE_CODE[EXPIRED]]) * len(late)
     states += bytes([STATE_CODE[WRITING]]) * len(wids)
-    deadlines = array("d", (seconds[m] for m in live + late))
-    deadlines.extend(array("d", [_NAN]) * len(wids))
+    deadlines = float_column((seconds[m] for m in live + late), len(live) + len(late) + len(wids))
+    deadlines.extend(repeat(_NAN, len(wids)))
     return MessageColumns(queue, ids, relpaths, states, deadlines, scan, make=make_message, offset=n_ready,
                           ready_sorted=len(widths) <= 1, stamp=stamp, listed_at=listed_at, partial=partial)
 
@@ -278,6 +278,7 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
     cols = _build(name, now, ready, acc, partial=False, stamp=stamp, listed_at=started)
     if sums is not None and cols.ready_n == len(sums) - 1:
         cols.ready_sums = sums
-    elif cols.ready_sorted and cols.ready_n <= 8_000_000:
-        cols.ready_sums = _running(cols.ids[: cols.ready_n])  # what the next relisting checks against
+    elif cols.ready_sorted and SHORT_COLUMN < cols.ready_n <= 8_000_000:
+        # what the next relisting checks against (a short list's sums are made when it needs them)
+        cols.ready_sums = _running(cols.ids[: cols.ready_n])
     return cols
