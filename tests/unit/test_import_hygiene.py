@@ -102,3 +102,17 @@ def test_stats_and_check_on_a_plain_root_start_without_heavy_stdlib_modules(tmp_
     # `ls` of a small queue: its columns are lists, not arrays (array imports collections)
     for argv in (["ls", "jobs"], ["ls", "jobs", "--json"], ["ls", "jobs", "--ids"]):
         assert _stdlib_loaded_after(["qconsole", *argv, "--root", str(tmp_path)]) == set(), argv
+
+
+def test_stats_and_check_on_a_small_ddmq_root_start_without_heavy_stdlib_modules(tmp_path):
+    # mixed priorities and held messages: the counts take the short path's loops, not a Counter
+    (tmp_path / "ddmq.yaml").write_text("")
+    for q in ("jobs", "mail"):
+        (tmp_path / q / "work").mkdir(parents=True)
+        (tmp_path / q / "ddmq.yaml").write_text("message_timeout: 600\n")
+        for i, prio in enumerate((999, 999, 10, 1)):
+            (tmp_path / q / f"{prio}.170000000000{i}.ddmq{'ab' * 8}{i}").write_text("{}")
+        (tmp_path / q / "work" / f"1700000600.10.1700000000009.ddmq{'cd' * 8}").write_text("{}")
+        (tmp_path / q / "work" / f"9999999999.1.1700000000010.ddmq{'ef' * 8}").write_text("{}")
+    for argv in (["stats", str(tmp_path), "--json"], ["check", str(tmp_path)]):
+        assert _stdlib_loaded_after(["qconsole", *argv]) == set(), argv

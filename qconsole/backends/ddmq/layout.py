@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections import Counter
 from itertools import compress, repeat
 from operator import attrgetter, itemgetter, methodcaller
 
@@ -359,14 +358,22 @@ def _fill(scan: QueueScan, ready_by_prio: dict[str, int], n_ready: int, oldest: 
     scan.next_deadline = nearest
 
 
-def _tally(keys: list[str]) -> dict[str, int]:
+def _tally(keys: list[Any]) -> dict[Any, int]:
     """How often each key occurs; one key throughout (one priority: the usual queue) is
-    answered by a C-level count, without a Counter's Python-level set-up."""
+    answered by a C-level count, without a Counter's Python-level set-up. A short list is
+    counted in a loop: a small root's count never imports collections (~1.5 ms of its start)."""
     if not keys:
         return {}
     if keys.count(keys[0]) == len(keys):
         return {keys[0]: len(keys)}
-    return Counter(keys)
+    if len(keys) > 64:
+        from collections import Counter
+
+        return Counter(keys)
+    out: dict[Any, int] = {}
+    for k in keys:
+        out[k] = out.get(k, 0) + 1
+    return out
 
 
 def _prio_order(item: tuple[str, Any]) -> tuple[int, str]:
@@ -406,7 +413,7 @@ def _held_figures(hgroups: list[tuple[str, ...]], now: float) -> tuple[dict[tupl
     deadlines = list(map(int, map(_FIRST, hgroups)))
     live = list(map(cutoff.__le__, deadlines))
     future = [d for d, alive in zip(deadlines, live) if alive] if not all(live) else deadlines
-    return dict(Counter(zip(map(_SECOND, hgroups), live))), (float(min(future)) if future else None)
+    return _tally(list(zip(map(_SECOND, hgroups), live))), (float(min(future)) if future else None)
 
 
 _WORK_NOTE = "not a work file name; ddmq's clean() will fail on it"
@@ -435,6 +442,8 @@ def _merged_errors(a_lines: list[str], a_dropped: int, b_lines: list[str], b_dro
 
 def _merge_work(a: tuple, b: tuple) -> tuple:
     """Two :func:`_summarize_work` results (of disjoint chunks of one listing) as one."""
+    from collections import Counter  # (the streamed paths: a big queue's count)
+
     held_by = Counter(a[0])
     held_by.update(b[0])
     nearest = min((n for n in (a[1], b[1]) if n is not None), default=None)
@@ -448,6 +457,7 @@ def _merge_waiting(a: tuple, b: tuple) -> tuple:
     """Two :func:`_summarize_waiting` results (of disjoint chunks of one listing) as one."""
     import heapq
     from array import array
+    from collections import Counter
 
     by_prio = Counter(a[0])
     by_prio.update(b[0])
@@ -494,6 +504,7 @@ def _summarize_work(chunks: Iterable[tuple[list[str], frozenset[str] | set[str]]
     hashes (None when one id is there twice: the exact path keeps the last one listed), and
     the leftovers' counts and error lines."""
     from array import array
+    from collections import Counter
 
     errors = ErrorList()
     held_by: Counter[tuple[str, bool]] = Counter()
@@ -549,6 +560,7 @@ def _summarize_waiting(chunks: Iterable[tuple[list[str], frozenset[str] | set[st
     made, or a name listed twice in a race) counts twice here, as ddmq would deliver both.
     """
     from array import array
+    from collections import Counter
 
     errors = ErrorList()
     by_prio: Counter[str] = Counter()
@@ -614,6 +626,7 @@ def _settle_waiting(summary: tuple, held: set[int], errors: ErrorList) -> tuple 
     :func:`_summarize_waiting`, without the messages work/ also holds (consumed while listed:
     work/'s copy counts); None when the kept candidates for the oldest were all consumed."""
     from array import array
+    from collections import Counter
 
     by_prio, hash_bytes, prio_bytes, prio_names, smallest, smallest_long, temp, foreign, lines, dropped = summary
     _merge_errors(errors, lines, dropped)
