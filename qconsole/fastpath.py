@@ -182,11 +182,12 @@ def check_line(root: str | None, layout: str, queues: list[str] | None, threshol
                check_types: bool, jobs: int | None) -> tuple[int, str]:
     """``qconsole check``: (exit code, the one status line). Any failure is UNKNOWN (3), never a traceback."""
     from .backends import open_target
-    from .output.nagios import UNKNOWN, Thresholds, evaluate
+    from .output.nagios import UNKNOWN, Thresholds, evaluate, queue_part
 
     try:
-        scan = open_target(root, layout).scan(queues or None, check_types=check_types, jobs=jobs)
-        return evaluate(scan, Thresholds(**thresholds))
+        t = Thresholds(**thresholds)
+        scan = open_target(root, layout).scan(queues or None, check_types=check_types, jobs=jobs, each=queue_part(t))
+        return evaluate(scan, t, scan.per_queue)
     except Exception as err:  # a monitoring plugin answers UNKNOWN (3), never a traceback
         from .safetext import escape_controls
 

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from ..model import RootScan
+from ..model import QueueScan, RootScan
 from ..safetext import safe_name
 from ..states import DELAYED, EXPIRED, READY
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    #: one queue's (level, problem texts, perfdata)
+    Part = tuple[int, list[str], str]
 
 OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
 NAMES = {OK: "OK", WARNING: "WARNING", CRITICAL: "CRITICAL", UNKNOWN: "UNKNOWN"}
@@ -62,38 +69,53 @@ def _fmt(x: float | None) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.3f}"
 
 
-def evaluate(scan: RootScan, t: Thresholds) -> tuple[int, str]:
-    """(exit code, the one status line with perfdata)."""
-    now = scan.generated_at
-    status = OK
-    problems: list[str] = []
-    perf: list[str] = []
-    for q in scan.queues:
-        ready, expired = q.counts[READY], q.counts[EXPIRED]
-        age = q.oldest_ready_age(now) or 0.0
-        for what, value, warn, crit, unit in (
-            ("ready", ready, t.warn_ready, t.crit_ready, ""),
-            ("age", age, t.warn_age, t.crit_age, "s"),
-            ("expired", expired, t.warn_expired, t.crit_expired, ""),
-        ):
+def queue_part(t: Thresholds) -> Callable[[QueueScan, float], Part]:
+    """What one queue adds to the plugin line: (its level, its problem texts, its perfdata),
+    made where the queue was scanned (a forked scanner: the ``each`` of Backend.scan), so a
+    root of thousands of queues is not formatted queue by queue in one process afterwards."""
+    metrics = [(what, key, warn, crit, unit, f"{unit};{_fmt(warn)};{_fmt(crit)};0;")
+               for what, key, warn, crit, unit in (("ready", READY, t.warn_ready, t.crit_ready, ""),
+                                                   ("age", None, t.warn_age, t.crit_age, "s"),
+                                                   ("expired", EXPIRED, t.warn_expired, t.crit_expired, ""))]
+
+    def part(q: QueueScan, now: float) -> Part:
+        level = OK
+        problems: list[str] = []
+        label = _perf_label(q.name)
+        perf: list[str] = []
+        for what, key, warn, crit, unit, tail in metrics:
+            value = q.counts[key] if key is not None else (q.oldest_ready_age(now) or 0.0)
             lvl = _level(value, warn, crit)
             if lvl != OK:
                 problems.append(f"{_text_name(q.name)} {what}={_fmt(value)}{unit} ({NAMES[lvl]})")
-                status = max(status, lvl)
-            perf.append(f"{_perf_label(q.name)}_{what}={_fmt(value)}{unit};{_fmt(warn)};{_fmt(crit)};0;")
+                level = max(level, lvl)
+            perf.append(f"{label}_{what}={_fmt(value)}{tail}")
         if q.extras is not None:  # RSMQ: delayed messages and the queue's own counters
-            perf.append(f"{_perf_label(q.name)}_delayed={q.counts[DELAYED]};;;0;")
+            perf.append(f"{label}_delayed={q.counts[DELAYED]};;;0;")
             for key in ("totalsent", "totalrecv"):
                 if q.extras.get(key) is not None:
-                    perf.append(f"{_perf_label(q.name)}_{key}={q.extras[key]}c;;;0;")
+                    perf.append(f"{label}_{key}={q.extras[key]}c;;;0;")
             if q.extras.get("received_more_than_once") is not None:
-                perf.append(f"{_perf_label(q.name)}_redelivered={q.extras['received_more_than_once']};;;0;")
+                perf.append(f"{label}_redelivered={q.extras['received_more_than_once']};;;0;")
         if q.errors:
             problems.append(f"{_text_name(q.name)}: {len(q.errors)} scan error(s)")
-            status = max(status, WARNING)
+            level = max(level, WARNING)
+        return level, problems, " ".join(perf)
+
+    return part
+
+
+def evaluate(scan: RootScan, t: Thresholds, parts: list[Part] | None = None) -> tuple[int, str]:
+    """(exit code, the one status line with perfdata). ``parts``: each queue's
+    :func:`queue_part` of ``t``, in the scan's order, when the scan made them."""
+    if parts is None or len(parts) != len(scan.queues):
+        part = queue_part(t)
+        parts = [part(q, scan.generated_at) for q in scan.queues]
+    status = max((p[0] for p in parts), default=OK)
+    problems = [text for p in parts for text in p[1]]
     totals = scan.totals()
     summary = f"{len(scan.queues)} queues, {totals[READY]} ready, {totals['inflight']} inflight, {totals[EXPIRED]} expired"
     if any(q.extras is not None for q in scan.queues):
         summary += f", {totals[DELAYED]} delayed"
     text = summary if not problems else "; ".join(problems) + f" - {summary}"
-    return status, f"QCONSOLE {NAMES[status]} - {text} | " + " ".join(perf)
+    return status, f"QCONSOLE {NAMES[status]} - {text} | " + " ".join(p[2] for p in parts)

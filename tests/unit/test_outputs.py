@@ -13,7 +13,7 @@ from qconsole.cli import app, register_all
 from qconsole.fastpath import fast_stats
 from qconsole.model import QueueScan, RootScan
 from qconsole.output import humanize, prometheus
-from qconsole.output.nagios import Thresholds, evaluate
+from qconsole.output.nagios import Thresholds, evaluate, queue_part
 from qconsole.output.stats_json import SCHEMA, iso_utc, stats_document
 
 register_all()
@@ -84,6 +84,34 @@ def test_nagios_scan_errors_warn():
     s = _scan()
     s.queues[0].errors.append("x: named like a message but not a regular file")
     assert evaluate(s, Thresholds())[0] == 1
+
+
+@pytest.mark.parametrize("t", [Thresholds(), Thresholds(warn_ready=3, crit_ready=6, warn_age=60, warn_expired=1)])
+def test_nagios_parts_made_by_forked_scanners_give_the_same_line(tmp_path, t):
+    """check formats each queue where it was scanned (Backend.scan's ``each``): the line is the
+    one formatted afterwards from the scan alone, whichever process scanned which queue."""
+    import os
+
+    from qconsole.backends import open_target
+
+    now_us = int(NOW * 1_000_000)
+    for i, name in enumerate(["a|b", "jobs", "mail box", "q.3", *(f"q{k:02d}" for k in range(12))]):
+        q = tmp_path / name
+        q.mkdir()
+        for k in range(i % 9):
+            (q / str(now_us - 10**9 * (k + 1))).write_text("x")
+        if i % 3 == 0:
+            (q / f"{now_us - 7 * 10**9}.{now_us - 10**6}").write_text("x")  # expired
+        if i % 4 == 1:
+            (q / "not-a-message").write_text("x")
+    backend = open_target(str(tmp_path))
+    scan = backend.scan(now=NOW, jobs=2, each=queue_part(t))
+    assert scan.per_queue is not None and len(scan.per_queue) == len(scan.queues) == 16
+    forked = evaluate(scan, t, scan.per_queue)
+    assert forked == evaluate(scan, t)
+    assert forked[0] == (0 if t == Thresholds() else 2)
+    assert ("a/b expired=1 (WARNING)" in forked[1]) == (t != Thresholds())  # '|' never reaches the text
+    assert "a_b_ready=0;" in forked[1] and "mail_box_age=" in forked[1]
 
 
 @pytest.mark.parametrize(
