@@ -9,6 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from .. import change_commands as changes
 from ..errors import ExitCode
 from ..safetext import escape_controls, safe_name
 from ..backends import open_target
@@ -21,74 +22,12 @@ IDS_HELP = ("Message ids (or file names); '-' alone: read them from stdin, one a
             "prints them; one no longer in the queue is skipped, a typed one that is not fails the command).")
 IdsArg = Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...", help=IDS_HELP, show_default=False)]
 
-#: the longest line '-' takes from stdin: ids and file names in a queue are far shorter (NAME_MAX is 255)
-MAX_ID_LINE = 4096
-#: lines '-' reads at most: `yes | qconsole requeue q -` ends with one error line, not an endless read
-MAX_STDIN_IDS = 10_000_000
-
-
-class Progress:
-    """``requeue: 12,000/100,000 (12%)`` on stderr, redrawn in place, for bulk changes on a terminal.
-
-    Drawn only after ``delay`` seconds (a quick change shows nothing) and at most every
-    ``every`` seconds; :meth:`close` erases the line before the summary is printed.
-    """
-
-    def __init__(self, action: str, stream: Any, *, delay: float = 0.3, every: float = 0.1) -> None:
-        import time
-
-        self.action, self.stream, self.delay, self.every = action, stream, delay, every
-        self.clock = time.monotonic
-        self.started = self.clock()
-        self.last = 0.0
-        self.shown = False
-
-    def __call__(self, done: int, total: int) -> None:
-        now = self.clock()
-        if now - self.started < self.delay or now - self.last < self.every or total < 1:
-            return
-        self.last = now
-        self.stream.write(f"\r{self.action}: {done:,}/{total:,} ({done * 100 // total}%)\x1b[K")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self.shown = False
-
-
-def _ops(root_opt: str | None, layout: str, read_only: bool, audit_log: str | None, *, refuse: str | None = None) -> Any:
-    """An Operations handle; read-only refuses here, before the root is even scanned.
-
-    On a terminal (stderr), bulk changes draw a progress line (see :class:`Progress`)."""
-    from ..ops import Operations, ReadOnlyError
-
-    if read_only and refuse:
-        raise ReadOnlyError(f"read-only mode: {refuse} refused (drop --read-only / unset QCONSOLE_READ_ONLY)")
-    ops = Operations(open_target(pick_root(None, root_opt), layout), read_only=read_only, audit_log=audit_log)
-    if refuse and sys.stderr.isatty():
-        ops.root.progress = Progress(refuse, sys.stderr)
-    return ops
-
-
-def _say(line: str) -> None:
-    sys.stdout.write(escape_controls(line, keep_newlines=False) + "\n")
-
-
-def _report(ops: Any, result: Any, verbose_skips: bool = True) -> None:
-    progress = getattr(ops.root, "progress", None)
-    if progress is not None:
-        progress.close()
-    _say(result.summary())
-    if verbose_skips:
-        for mid, reason in result.skipped[:50]:
-            _say(f"  skipped {safe_name(mid)}: {reason}")
-        if len(result.skipped) > 50:
-            _say(f"  ... and {len(result.skipped) - 50} more skipped")
-    for w in ops.warnings:
-        sys.stderr.write(f"qconsole: warning: {escape_controls(w, keep_newlines=False)}\n")
+# the bodies of requeue/delete/purge/move, and what every changing command here shares, live
+# in a typer-free module: the console script runs those commands without typer when it can
+_ops = changes.open_ops
+_say = changes.say
+_report = changes.report
+Progress = changes.Progress
 
 
 def _confirm(question: str, yes: bool) -> None:
@@ -98,58 +37,6 @@ def _confirm(question: str, yes: bool) -> None:
         raise fail("refusing without a terminal to confirm: add --yes")
     if not typer.confirm(question, default=False):
         raise fail("cancelled", ExitCode.CANCELLED)
-
-
-def _given_ids(ops: Any, action: str, queues: tuple[str, ...], ids: list[str] | None, *,
-               confirmed: bool = True) -> tuple[list[str] | None, str]:
-    """``ids`` as typed, or for a lone ``-`` the ids on stdin (see :func:`_read_ids`): argv is
-    capped at ~2 MB, a script's selection of 100k messages is not. Nothing on stdin: says
-    ``0 done`` and ends the command (an empty selection in a pipeline is not an error).
-
-    With them what the operation does with an id not in the queue (``missing=``): typed ones
-    fail the command (a typo must not silently do nothing); ones on stdin are a selection
-    listed earlier, of which a live queue consumes some before the change: skipped."""
-    if not ids or "-" not in ids:
-        return ids or None, "fail"
-    if len(ids) > 1:
-        raise fail("give '-' alone (ids on stdin) or the ids themselves, not both")
-    if sys.stdin is None or sys.stdin.isatty():
-        raise fail("'-' reads ids from stdin, which is a terminal: pipe them in (e.g. qconsole ls QUEUE --ids | ...)")
-    if not confirmed:  # the prompt would read stdin, which holds the ids
-        raise fail(f"refusing to {action} ids from stdin without a terminal to confirm: add --yes")
-    read = _read_ids(sys.stdin.buffer)
-    if not read:
-        for q in queues:
-            ops.root.require_queue(q)  # an unknown queue is still an error
-        _say(f"{action} {queues[0]}: 0 done (no ids on stdin)")
-        raise typer.Exit(0)
-    return read, "skip"
-
-
-def _read_ids(stream: Any) -> list[str]:
-    """Ids from a binary stream, one a line: only the line end (LF or CRLF) is stripped and
-    blank lines skipped; repeats are kept (the operation takes each message once). Anything
-    that is not a list of ids is refused with one line: a NUL byte, a line over
-    MAX_ID_LINE bytes, bytes that are not UTF-8, more than MAX_STDIN_IDS lines."""
-    ids: list[str] = []
-    for n in range(1, MAX_STDIN_IDS + 2):
-        line = stream.readline(MAX_ID_LINE + 2)  # bounded: a 1 GB "line" is never held
-        if not line:
-            return ids
-        if n > MAX_STDIN_IDS:
-            raise fail(f"more than {MAX_STDIN_IDS:,} lines on stdin: give the ids in parts")
-        body = line[:-2] if line.endswith(b"\r\n") else line[:-1] if line.endswith(b"\n") else line
-        if len(body) > MAX_ID_LINE:
-            raise fail(f"stdin line {n:,} is longer than {MAX_ID_LINE} bytes: not a message id")
-        if b"\0" in body:
-            raise fail(f"stdin line {n:,} holds a NUL byte: give ids one a line (not -print0 output)")
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError:
-            raise fail(f"stdin line {n:,} is not UTF-8 text: not a message id") from None
-        if text.strip():
-            ids.append(text)
-    return ids
 
 
 def _publish_options(func: Any) -> Any:
@@ -233,9 +120,7 @@ def requeue(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Put consumed (in-flight/expired) messages back to ready, as the client's own requeue does."""
-    ops = _ops(root_opt, layout, read_only, audit_log, refuse="requeue")
-    ids, missing = _given_ids(ops, "requeue", (queue,), ids)
-    _report(ops, ops.requeue(queue, ids, expired_only=expired, all_held=all_, missing=missing))
+    changes.requeue(queue, ids, expired, all_, root_opt, layout, read_only, audit_log)
 
 
 @app.command()
@@ -251,13 +136,8 @@ def delete(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Delete messages (into the trash unless --no-trash; undo with `qconsole trash restore`)."""
-    ops = _ops(root_opt, layout, read_only, audit_log, refuse="delete")
-    ops.root.scan_queue(queue)  # unknown queue: say so before asking
-    picked, missing = _given_ids(ops, "delete", (queue,), ids, confirmed=yes)
-    ids = picked or []
-    how = "for good" if no_trash else "to the trash"
-    _confirm(f"Delete {len(ids)} message(s) from {safe_name(queue)} {how}?", yes)
-    _report(ops, ops.delete(queue, ids, trash=not no_trash, missing=missing))
+    changes.delete(queue, ids, yes, no_trash, root_opt, layout, read_only, audit_log,
+                   confirm=lambda question: _confirm(question, yes))
 
 
 @app.command()
@@ -273,15 +153,8 @@ def purge(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Remove every message of a queue (keeps the directory, ddmq.yaml and work/)."""
-    ops = _ops(root_opt, layout, read_only, audit_log, refuse="purge")
-    if state is not None and state not in ("ready", "inflight", "expired"):
-        raise fail(f"purge --state takes one of ready, inflight, expired, not {state!r}")
-    if not yes:  # (with --yes nothing asks: the purge's own listing is the only one)
-        # the same listing the purge itself takes: a count by names alone can include non-messages
-        n = len(ops.purge_candidates(queue, state))
-        how = "for good" if no_trash else "to the trash"
-        _confirm(f"Purge {n} {state or ''} message(s) of {safe_name(queue)} {how}?".replace("  ", " "), yes)
-    _report(ops, ops.purge(queue, state=state, trash=not no_trash), verbose_skips=False)
+    changes.purge(queue, state, yes, no_trash, root_opt, layout, read_only, audit_log,
+                  confirm=lambda question: _confirm(question, yes))
 
 
 @app.command()
@@ -298,11 +171,7 @@ def move(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Redrive messages into another queue: claim, publish into DEST by its protocol, drop the claim."""
-    ops = _ops(root_opt, layout, read_only, audit_log, refuse="move")
-    missing = "fail"
-    if not (all_ or state):  # beside --all/--state, '-' is refused by the operation ("one of them")
-        ids, missing = _given_ids(ops, "move", (src, dest), ids)
-    _report(ops, ops.move(src, dest, ids or None, all_=all_, state=state, missing=missing))
+    changes.move(src, dest, ids, all_, state, root_opt, layout, read_only, audit_log)
 
 
 @app.command()
