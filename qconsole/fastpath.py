@@ -1,4 +1,4 @@
-"""``qconsole stats``, ``check`` and ``ls`` without importing typer.
+"""``qconsole stats``, ``check``, ``ls`` and the changes that never prompt without importing typer.
 
 Monitoring agents run this every few seconds and operators type it all day. typer (and the
 pydantic import behind it) costs more start-up than scanning a 200k-message root (~170 ms),
@@ -54,9 +54,18 @@ SPECS: dict[str, dict[str, tuple[str, str]]] = {
                           for w in ("warn", "crit") for m in ("ready", "age", "expired")}},
     "ls": {**_COMMON, "--state": ("state", "str"), "-s": ("state", "str"), "--limit": ("limit", "posint"),
            "-n": ("limit", "posint"), "--json": ("json", "flag"), "--ids": ("ids", "flag")},
+    # the changing commands in the forms that never prompt (see change_commands)
+    "requeue": {**_COMMON, "--expired": ("expired", "flag"), "--all": ("all_", "flag")},
+    "delete": {**_COMMON, "--yes": ("yes", "flag"), "-y": ("yes", "flag"), "--no-trash": ("no_trash", "flag")},
+    "purge": {**_COMMON, "--state": ("state", "str"), "-s": ("state", "str"), "--yes": ("yes", "flag"),
+              "-y": ("yes", "flag"), "--no-trash": ("no_trash", "flag")},
+    "move": {**_COMMON, "--all": ("all_", "flag"), "--state": ("state", "str"), "-s": ("state", "str")},
 }
 #: positional arguments each command takes, in order
-POSITIONALS = {"stats": ("root",), "check": ("root",), "ls": ("queue",)}
+POSITIONALS = {"stats": ("root",), "check": ("root",), "ls": ("queue",), "requeue": ("queue",),
+               "delete": ("queue",), "purge": ("queue",), "move": ("src", "dest")}
+#: commands whose further positional arguments are message ids
+TAKES_IDS = ("requeue", "delete", "move")
 #: what click's BoolParamType takes from $QCONSOLE_READ_ONLY (typer parses it even where unused)
 _BOOL_WORDS = {"1", "true", "t", "yes", "y", "on", "0", "false", "f", "no", "n", "off"}
 
@@ -87,15 +96,22 @@ def parse_args(command: str, argv: list[str]) -> dict[str, Any] | None:
     if env_ro and env_ro.lower() not in _BOOL_WORDS:
         return None  # typer refuses the variable; let it say so
     opts: dict[str, Any] = {key: None for key, _kind in spec.values()}
-    opts.update(queues=[], layout="auto", json=False, check_types=False, read_only=False)
+    opts.update(queues=[], layout="auto", json=False, check_types=False, read_only=_env_true(env_ro),
+                ids=[] if command in TAKES_IDS else None)
+    for key, kind in spec.values():
+        if kind == "flag" and key not in ("read_only", "json", "check_types", "ids"):
+            opts[key] = False
     positionals = list(POSITIONALS[command])
     opts.update(dict.fromkeys(positionals))
     it = iter(argv)
     for arg in it:
-        if not arg.startswith("-"):
-            if not positionals:
+        if not arg.startswith("-") or (arg == "-" and command in TAKES_IDS and not positionals):
+            if positionals:
+                opts[positionals.pop(0)] = arg
+            elif command in TAKES_IDS:
+                opts["ids"].append(arg)
+            else:
                 return None  # an extra argument: typer's error
-            opts[positionals.pop(0)] = arg
             continue
         name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
         if name not in spec:
@@ -118,8 +134,12 @@ def parse_args(command: str, argv: list[str]) -> dict[str, Any] | None:
             opts[key].append(parsed)
         else:
             opts[key] = parsed
-    if "queue" in positionals:
+    if "queue" in positionals or "dest" in positionals:
         return None  # QUEUE missing: typer's usage error
+    if command in ("delete", "purge") and not opts["yes"]:
+        return None  # it asks first: typer's prompt
+    if command == "delete" and not opts["ids"]:
+        return None  # ID... missing: typer's usage error
     if command == "stats":
         opts["fmt"] = "json" if opts["json"] else (opts["fmt"] or "table")
         opts["schema"] = opts["schema"] or 2
@@ -128,6 +148,11 @@ def parse_args(command: str, argv: list[str]) -> dict[str, Any] | None:
     if opts.get("ca"):
         os.environ["QCONSOLE_REDIS_CA"] = opts["ca"]
     return opts
+
+
+def _env_true(value: str | None) -> bool:
+    """$QCONSOLE_READ_ONLY as click's BoolParamType reads it (parse_args declined the rest)."""
+    return bool(value) and value.lower() in ("1", "true", "t", "yes", "y", "on")  # type: ignore[union-attr]
 
 
 def _parse(argv: list[str]) -> dict[str, Any] | None:
@@ -233,6 +258,25 @@ def fast_ls(argv: list[str]) -> int | None:
                                          ids_only=bool(opts["ids"])))
 
 
+def fast_change(command: str, argv: list[str]) -> int | None:
+    """Run ``requeue``, ``delete``, ``purge`` or ``move`` in a form that never prompts; the
+    exit code, or None when typer must handle the call."""
+    opts = parse_args(command, argv)
+    if opts is None:
+        return None
+    from . import change_commands as changes
+
+    common = (opts["root_opt"], opts["layout"], opts["read_only"], opts["audit_log"])
+    ids = opts["ids"] or None
+    if command == "requeue":
+        return guarded_call(lambda: changes.requeue(opts["queue"], ids, opts["expired"], opts["all_"], *common))
+    if command == "delete":
+        return guarded_call(lambda: changes.delete(opts["queue"], opts["ids"], True, opts["no_trash"], *common))
+    if command == "purge":
+        return guarded_call(lambda: changes.purge(opts["queue"], opts["state"], True, opts["no_trash"], *common))
+    return guarded_call(lambda: changes.move(opts["src"], opts["dest"], ids, opts["all_"], opts["state"], *common))
+
+
 def guarded_call(body: Any) -> int:
     """``body()`` with operator errors as one line on stderr and an exit code, as the typer commands do."""
     try:
@@ -249,11 +293,14 @@ def guarded_call(body: Any) -> int:
 
 #: the commands answered without typer, by name
 FAST = {"stats": lambda argv: fast_stats(argv), "check": lambda argv: fast_check(argv),
-        "ls": lambda argv: fast_ls(argv)}
+        "ls": lambda argv: fast_ls(argv), **{c: (lambda argv, c=c: fast_change(c, argv))
+                                            for c in ("requeue", "delete", "purge", "move")}}
 
 
 def _fail(message: str, code: int = 2) -> int:
     from .safetext import escape_controls
 
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K")  # over a bulk change's progress line, if one is drawn (as cli.common.fail)
     sys.stderr.write(f"qconsole: {escape_controls(message, keep_newlines=False)}\n")
     return code

@@ -10,8 +10,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    #: one queue's (level, problem texts, perfdata)
-    Part = tuple[int, list[str], str]
+    #: one queue's (name, level, problem texts, perfdata)
+    Part = tuple[str, int, list[str], str]
 
 OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
 NAMES = {OK: "OK", WARNING: "WARNING", CRITICAL: "CRITICAL", UNKNOWN: "UNKNOWN"}
@@ -70,7 +70,7 @@ def _fmt(x: float | None) -> str:
 
 
 def queue_part(t: Thresholds) -> Callable[[QueueScan, float], Part]:
-    """What one queue adds to the plugin line: (its level, its problem texts, its perfdata),
+    """What one queue adds to the plugin line: (its name, level, problem texts, perfdata),
     made where the queue was scanned (a forked scanner: the ``each`` of Backend.scan), so a
     root of thousands of queues is not formatted queue by queue in one process afterwards."""
     metrics = [(what, key, warn, crit, unit, f"{unit};{_fmt(warn)};{_fmt(crit)};0;")
@@ -100,7 +100,7 @@ def queue_part(t: Thresholds) -> Callable[[QueueScan, float], Part]:
         if q.errors:
             problems.append(f"{_text_name(q.name)}: {len(q.errors)} scan error(s)")
             level = max(level, WARNING)
-        return level, problems, " ".join(perf)
+        return q.name, level, problems, " ".join(perf)
 
     return part
 
@@ -108,14 +108,14 @@ def queue_part(t: Thresholds) -> Callable[[QueueScan, float], Part]:
 def evaluate(scan: RootScan, t: Thresholds, parts: list[Part] | None = None) -> tuple[int, str]:
     """(exit code, the one status line with perfdata). ``parts``: each queue's
     :func:`queue_part` of ``t``, in the scan's order, when the scan made them."""
-    if parts is None or len(parts) != len(scan.queues):
-        part = queue_part(t)
+    if parts is None or [p[0] for p in parts] != [q.name for q in scan.queues]:
+        part = queue_part(t)  # (parts made otherwise, or not in the scan's order: made again here)
         parts = [part(q, scan.generated_at) for q in scan.queues]
-    status = max((p[0] for p in parts), default=OK)
-    problems = [text for p in parts for text in p[1]]
+    status = max((p[1] for p in parts), default=OK)
+    problems = [text for p in parts for text in p[2]]
     totals = scan.totals()
     summary = f"{len(scan.queues)} queues, {totals[READY]} ready, {totals['inflight']} inflight, {totals[EXPIRED]} expired"
     if any(q.extras is not None for q in scan.queues):
         summary += f", {totals[DELAYED]} delayed"
     text = summary if not problems else "; ".join(problems) + f" - {summary}"
-    return status, f"QCONSOLE {NAMES[status]} - {text} | " + " ".join(p[2] for p in parts)
+    return status, f"QCONSOLE {NAMES[status]} - {text} | " + " ".join(p[3] for p in parts)

@@ -135,3 +135,94 @@ def test_installed_console_script_matches_typer(root, argv):
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
     fast = "--help" not in argv and "-5" not in argv
     assert loaded.stderr.strip().splitlines()[-1] == ("NO-TYPER" if fast else "TYPER")
+
+
+def _tree(root) -> list[tuple[str, str, str]]:
+    """What a change left: every file under the root but qconsole's own bookkeeping, as
+    (directory, name, content); in dest/ without the name (a move gives new, time-based ids)."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".qconsole"]
+        where = os.path.relpath(dirpath, root)
+        for f in filenames:
+            with open(os.path.join(dirpath, f)) as fh:
+                out.append((where, "*" if where == "dest" else f, fh.read()))
+    return sorted(out)
+
+
+def _audit(path) -> list[tuple]:
+    if not os.path.exists(path):
+        return []
+    with open(path) as fh:
+        docs = [json.loads(line) for line in fh]
+    return [(d.get("action"), d.get("queue"), d.get("outcome"), d.get("count"), sorted(d.get("ids") or []),
+             d.get("source")) for d in docs]
+
+
+def _changed_root(base):
+    base.mkdir()
+    for q in ("jobs", "dest"):
+        (base / q).mkdir()
+    jobs = base / "jobs"
+    for i in range(6):
+        (jobs / str(1700000000000000 + i)).write_text(f"r{i}")
+    (jobs / "1700000000000010.1700000000000002").write_text("expired")
+    (jobs / "1700000000000011.9700000000000002").write_text("in flight")
+    (jobs / "1700000000000012.new").write_text("")
+    (jobs / "README").write_text("not a message")
+    return base
+
+
+#: (argv, stdin): changes the console script runs without typer, and some it hands to typer
+CHANGES = [
+    (["requeue", "jobs", "--expired"], None), (["requeue", "jobs", "--all"], None),
+    (["requeue", "jobs", "1700000000000010"], None), (["requeue", "jobs", "1700000000000000"], None),
+    (["requeue", "jobs", "404"], None), (["requeue", "nope", "--all"], None), (["requeue", "jobs"], None),
+    (["requeue", "jobs", "-"], "1700000000000010\n404\n"), (["requeue", "jobs", "-"], ""),
+    (["requeue", "jobs", "-", "1700000000000010"], None), (["requeue", "jobs", "--all", "--read-only"], None),
+    (["requeue", "jobs", "--all", "--layout", "ddmq"], None), (["requeue", "../x", "--all"], None),
+    (["delete", "jobs", "1700000000000001", "1700000000000002", "--yes"], None),
+    (["delete", "jobs", "1700000000000001", "-y", "--no-trash"], None), (["delete", "jobs", "404", "--yes"], None),
+    (["delete", "jobs", "-", "--yes"], "1700000000000003\n1700000000000011\n"),
+    (["delete", "jobs", "1700000000000001"], None), (["delete", "jobs", "--yes"], None),
+    (["purge", "jobs", "--yes"], None), (["purge", "jobs", "-y", "--no-trash", "--state", "ready"], None),
+    (["purge", "jobs", "--yes", "--state", "writing"], None), (["purge", "jobs"], None),
+    (["move", "jobs", "dest", "--all"], None), (["move", "jobs", "dest", "1700000000000004"], None),
+    (["move", "jobs", "dest", "-s", "expired"], None), (["move", "jobs", "nope", "--all"], None),
+    (["move", "jobs", "dest", "-"], "1700000000000005\n"), (["move", "jobs"], None),
+    (["requeue", "jobs", "--all", "--bogus"], None), (["requeue", "jobs", "--expired=1"], None),
+]
+
+
+@pytest.mark.parametrize("argv,stdin", CHANGES)
+@pytest.mark.parametrize("read_only_env", [None, "yes", "0"])
+def test_changes_through_the_console_script_match_typer(tmp_path, argv, stdin, read_only_env):
+    """The same change on two copies of a root, by the console script (without typer when the
+    form never prompts) and by the typer app: the same output, errors, exit code, tree and
+    audit lines; and typer is imported only for the forms the fast path hands on."""
+    fast_root, typer_root = _changed_root(tmp_path / "a"), _changed_root(tmp_path / "b")
+    exe = os.path.join(os.path.dirname(sys.executable), "qconsole")
+    env = {k: v for k, v in os.environ.items() if k not in ("QCONSOLE_ROOT", "QCONSOLE_READ_ONLY")}
+    if read_only_env is not None:
+        env["QCONSOLE_READ_ONLY"] = read_only_env
+    probe = ("import sys, runpy; sys.argv = ['qconsole', *%r]\n"
+             "try:\n    runpy.run_module('qconsole', run_name='__main__')\nexcept SystemExit as e:\n"
+             "    code = e.code\nelse:\n    code = 0\n"
+             "print('TYPER' if 'typer' in sys.modules else 'NO-TYPER', file=sys.stderr)\nsys.exit(code)\n")
+    fast_argv = [*argv, "--root", str(fast_root), "--audit-log", str(tmp_path / "a.log")]
+    out = subprocess.run([sys.executable, "-c", probe % (fast_argv,)], capture_output=True, text=True, env=env,
+                         input=stdin if stdin is not None else "", timeout=60)
+    typer_argv = [*argv, "--root", str(typer_root), "--audit-log", str(tmp_path / "b.log")]
+    res = CliRunner().invoke(app, typer_argv, input=stdin if stdin is not None else "",
+                             env={"QCONSOLE_ROOT": None, "QCONSOLE_READ_ONLY": read_only_env})
+    *err_lines, loaded = out.stderr.splitlines()
+    batch = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]+")
+    assert out.returncode == res.exit_code, (out.stderr, res.stderr)
+    assert batch.sub("B", out.stdout) == batch.sub("B", res.stdout)
+    assert "\n".join(err_lines).replace(str(fast_root), "R") == res.stderr.rstrip("\n").replace(str(typer_root), "R")
+    assert _tree(fast_root) == _tree(typer_root)
+    assert _audit(tmp_path / "a.log") == _audit(tmp_path / "b.log")
+    prompts = argv[0] in ("delete", "purge") and not {"--yes", "-y"} & set(argv)
+    fast = not prompts and "--bogus" not in argv and "--expired=1" not in argv and argv[1:] != [] and \
+        argv != ["move", "jobs"] and argv != ["delete", "jobs", "--yes"]
+    assert loaded == ("NO-TYPER" if fast else "TYPER"), argv

@@ -106,12 +106,15 @@ def test_nagios_parts_made_by_forked_scanners_give_the_same_line(tmp_path, t):
             (q / "not-a-message").write_text("x")
     backend = open_target(str(tmp_path))
     scan = backend.scan(now=NOW, jobs=2, each=queue_part(t))
-    assert scan.per_queue is not None and len(scan.per_queue) == len(scan.queues) == 16
+    assert [p[0] for p in scan.per_queue] == [q.name for q in scan.queues] and len(scan.queues) == 16
     forked = evaluate(scan, t, scan.per_queue)
     assert forked == evaluate(scan, t)
     assert forked[0] == (0 if t == Thresholds() else 2)
     assert ("a/b expired=1 (WARNING)" in forked[1]) == (t != Thresholds())  # '|' never reaches the text
     assert "a_b_ready=0;" in forked[1] and "mail_box_age=" in forked[1]
+    # parts that are not the scan's queues in its order are not trusted: made again
+    assert evaluate(scan, t, scan.per_queue[::-1]) == forked
+    assert evaluate(scan, t, [("x", 2, ["x bad"], "x_ready=1")] * 16) == forked
 
 
 @pytest.mark.parametrize(
