@@ -1,8 +1,8 @@
 """The console script: ``qconsole ...`` and ``python -m qconsole ...``.
 
 The one-shot monitoring commands (``stats``, ``check``, ``ls``) and the changes that never prompt
-(``requeue``, ``delete --yes``, ``purge --yes``, ``move``) are answered without importing typer;
-everything else goes to the typer CLI in :mod:`qconsole.cli`.
+(``requeue``, ``delete --yes``, ``purge --yes``, ``move``, ``trash restore``) are answered without
+importing typer; everything else goes to the typer CLI in :mod:`qconsole.cli`.
 """
 
 from __future__ import annotations
@@ -10,12 +10,17 @@ from __future__ import annotations
 import sys
 
 
+#: what the fast path may answer: the command words, as typed
+FAST_COMMANDS = (["stats"], ["check"], ["ls"], ["requeue"], ["delete"], ["purge"], ["move"], ["trash", "restore"])
+
+
 def main() -> None:
     argv = sys.argv[1:]
-    if argv[:1] in (["stats"], ["check"], ["ls"], ["requeue"], ["delete"], ["purge"], ["move"]):
+    words = next((w for w in FAST_COMMANDS if argv[: len(w)] == w), None)
+    if words is not None:
         from .fastpath import FAST
 
-        code = FAST[argv[0]](argv[1:])
+        code = FAST[" ".join(words)](argv[len(words):])
         if code is not None:
             sys.exit(code)
     from .cli import main as cli_main

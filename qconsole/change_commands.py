@@ -1,4 +1,5 @@
-"""The bodies of the changing commands ``requeue``, ``delete``, ``purge`` and ``move``, shared
+"""The bodies of the changing commands ``requeue``, ``delete``, ``purge``, ``move`` and
+``trash restore``, shared
 by the typer CLI (:mod:`qconsole.cli.ops`) and the typer-free path (:mod:`qconsole.fastpath`).
 
 typer and the pydantic behind it take ~0.15 s to start: more than the change itself on most
@@ -197,3 +198,8 @@ def move(src: str, dest: str, ids: list[str] | None, all_: bool, state: str | No
         given = given_ids(ops, "move", (src, dest), ids)
     if given is not None:
         report(ops, ops.move(src, dest, given[0], all_=all_, state=state, missing=given[1]))
+
+
+def trash_restore(batch: str | None, root_opt: str | None, layout: str, read_only: bool, audit_log: str | None) -> None:
+    ops = open_ops(root_opt, layout, read_only, audit_log, refuse="trash restore")
+    report(ops, ops.trash_restore(batch))

@@ -60,10 +60,12 @@ SPECS: dict[str, dict[str, tuple[str, str]]] = {
     "purge": {**_COMMON, "--state": ("state", "str"), "-s": ("state", "str"), "--yes": ("yes", "flag"),
               "-y": ("yes", "flag"), "--no-trash": ("no_trash", "flag")},
     "move": {**_COMMON, "--all": ("all_", "flag"), "--state": ("state", "str"), "-s": ("state", "str")},
+    "trash restore": _COMMON,
 }
 #: positional arguments each command takes, in order
 POSITIONALS = {"stats": ("root",), "check": ("root",), "ls": ("queue",), "requeue": ("queue",),
-               "delete": ("queue",), "purge": ("queue",), "move": ("src", "dest")}
+               "delete": ("queue",), "purge": ("queue",), "move": ("src", "dest"),
+               "trash restore": ("batch",)}
 #: commands whose further positional arguments are message ids
 TAKES_IDS = ("requeue", "delete", "move")
 #: what click's BoolParamType takes from $QCONSOLE_READ_ONLY (typer parses it even where unused)
@@ -259,7 +261,7 @@ def fast_ls(argv: list[str]) -> int | None:
 
 
 def fast_change(command: str, argv: list[str]) -> int | None:
-    """Run ``requeue``, ``delete``, ``purge`` or ``move`` in a form that never prompts; the
+    """Run ``requeue``, ``delete``, ``purge``, ``move`` or ``trash restore`` in a form that never prompts; the
     exit code, or None when typer must handle the call."""
     opts = parse_args(command, argv)
     if opts is None:
@@ -274,6 +276,8 @@ def fast_change(command: str, argv: list[str]) -> int | None:
         return guarded_call(lambda: changes.delete(opts["queue"], opts["ids"], True, opts["no_trash"], *common))
     if command == "purge":
         return guarded_call(lambda: changes.purge(opts["queue"], opts["state"], True, opts["no_trash"], *common))
+    if command == "trash restore":
+        return guarded_call(lambda: changes.trash_restore(opts["batch"], *common))
     return guarded_call(lambda: changes.move(opts["src"], opts["dest"], ids, opts["all_"], opts["state"], *common))
 
 
@@ -294,7 +298,7 @@ def guarded_call(body: Any) -> int:
 #: the commands answered without typer, by name
 FAST = {"stats": lambda argv: fast_stats(argv), "check": lambda argv: fast_check(argv),
         "ls": lambda argv: fast_ls(argv), **{c: (lambda argv, c=c: fast_change(c, argv))
-                                            for c in ("requeue", "delete", "purge", "move")}}
+                                            for c in ("requeue", "delete", "purge", "move", "trash restore")}}
 
 
 def _fail(message: str, code: int = 2) -> int:

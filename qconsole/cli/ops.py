@@ -337,8 +337,7 @@ def trash_restore(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Put a batch back; in-flight and expired messages come back ready."""
-    ops = _ops(root_opt, layout, read_only, audit_log, refuse="trash restore")
-    _report(ops, ops.trash_restore(batch))
+    changes.trash_restore(batch, root_opt, layout, read_only, audit_log)
 
 
 @trash_app.command("empty")

@@ -197,11 +197,35 @@ CHANGES = [
 @pytest.mark.parametrize("argv,stdin", CHANGES)
 @pytest.mark.parametrize("read_only_env", [None, "yes", "0"])
 def test_changes_through_the_console_script_match_typer(tmp_path, argv, stdin, read_only_env):
+    _compare_paths(tmp_path, argv, stdin, read_only_env)
+
+
+@pytest.mark.parametrize("argv", [["trash", "restore"], ["trash", "restore", "{batch}"], ["trash", "restore", "nope"],
+                                  ["trash", "restore", "--read-only"], ["trash", "restore", "a", "b"]])
+def test_trash_restore_through_the_console_script_matches_typer(tmp_path, argv):
+    def purged(root) -> str:
+        res = CliRunner().invoke(app, ["purge", "jobs", "--yes", "--state", "ready", "--root", str(root),
+                                       "--audit-log", os.devnull], env={"QCONSOLE_ROOT": None})
+        return re.search(r"restore (\S+)\)", res.stdout).group(1)
+
+    def prepare(a, b) -> list[str]:
+        batch, _ = purged(a), purged(b)
+        # the same batch id in both roots: move b's batch to a's name
+        (b_batch,) = os.listdir(b / ".qconsole" / "trash")
+        os.rename(b / ".qconsole" / "trash" / b_batch, b / ".qconsole" / "trash" / batch)
+        return [x.format(batch=batch) for x in argv]
+
+    _compare_paths(tmp_path, argv, None, None, prepare=prepare,
+                   fast=argv[-1] != "b")  # (an extra argument: typer's usage error)
+
+
+def _compare_paths(tmp_path, argv, stdin, read_only_env, *, prepare=None, fast=None):
     """The same change on two copies of a root, by the console script (without typer when the
     form never prompts) and by the typer app: the same output, errors, exit code, tree and
     audit lines; and typer is imported only for the forms the fast path hands on."""
     fast_root, typer_root = _changed_root(tmp_path / "a"), _changed_root(tmp_path / "b")
-    exe = os.path.join(os.path.dirname(sys.executable), "qconsole")
+    if prepare is not None:
+        argv = prepare(fast_root, typer_root)
     env = {k: v for k, v in os.environ.items() if k not in ("QCONSOLE_ROOT", "QCONSOLE_READ_ONLY")}
     if read_only_env is not None:
         env["QCONSOLE_READ_ONLY"] = read_only_env
@@ -222,6 +246,9 @@ def test_changes_through_the_console_script_match_typer(tmp_path, argv, stdin, r
     assert "\n".join(err_lines).replace(str(fast_root), "R") == res.stderr.rstrip("\n").replace(str(typer_root), "R")
     assert _tree(fast_root) == _tree(typer_root)
     assert _audit(tmp_path / "a.log") == _audit(tmp_path / "b.log")
+    if fast is not None:
+        assert loaded == ("NO-TYPER" if fast else "TYPER"), argv
+        return
     prompts = argv[0] in ("delete", "purge") and not {"--yes", "-y"} & set(argv)
     fast = not prompts and "--bogus" not in argv and "--expired=1" not in argv and argv[1:] != [] and \
         argv != ["move", "jobs"] and argv != ["delete", "jobs", "--yes"]
