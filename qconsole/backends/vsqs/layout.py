@@ -604,18 +604,13 @@ def _messages(
         Message, repeat(queue), repeat(VSQS), ready_ids, repeat(READY), ready_ids,
         repeat(None), repeat(None), _created(ready_ids),
     ))
-    held_sorted = sorted(held.items(), key=lambda kv: (held_seconds[kv[0]], int(kv[0])))
-    for want in (INFLIGHT, EXPIRED):
-        for mid, dl in held_sorted:
-            state = EXPIRED if held_seconds[mid] <= now else INFLIGHT
-            if state != want:
-                continue
-            out.append(
-                Message(
-                    queue, VSQS, mid, state, f"{mid}.{dl}",
-                    created_at=int(mid) / vsqs_divisor(mid), deadline=held_seconds[mid],
-                )
-            )
+    # held ones by deadline: the expired (deadline <= now) come first in that order and are
+    # listed after the in-flight ones; built with map() too (a bulk requeue holds 100k of them)
+    held_sorted = sorted(held, key=lambda mid: (held_seconds[mid], int(mid)))
+    n_late = sum(map(now.__ge__, map(held_seconds.__getitem__, held_sorted)))
+    for state, ids in ((INFLIGHT, held_sorted[n_late:]), (EXPIRED, held_sorted[:n_late])):
+        out += map(Message, repeat(queue), repeat(VSQS), ids, repeat(state), [f"{m}.{held[m]}" for m in ids],
+                   repeat(None), repeat(None), _created(ids), map(held_seconds.__getitem__, ids))
     for mid in sorted(writing, key=int):
         out.append(Message(queue, VSQS, mid, WRITING, f"{mid}.new", created_at=int(mid) / vsqs_divisor(mid)))
     return out
