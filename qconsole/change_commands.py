@@ -152,8 +152,8 @@ def given_ids(ops: Any, action: str, queues: tuple[str, ...], ids: list[str] | N
 
 
 # ---------------------------------------------------------------------------------- commands
-# ``confirm(question)`` asks on the terminal and raises when the answer is no; the typer-free
-# path runs only the forms that never ask (--yes), so it passes none.
+# ``confirm(question)`` asks on the terminal and raises when the answer is no; without one a
+# change that must ask is refused (the typer-free path runs only the forms that never ask).
 
 def requeue(queue: str, ids: list[str] | None, expired: bool, all_: bool, root_opt: str | None, layout: str,
             read_only: bool, audit_log: str | None) -> None:
@@ -163,26 +163,30 @@ def requeue(queue: str, ids: list[str] | None, expired: bool, all_: bool, root_o
         report(ops, ops.requeue(queue, given[0], expired_only=expired, all_held=all_, missing=given[1]))
 
 
+def _no_prompt(question: str) -> None:
+    raise UsageError("refusing without a terminal to confirm: add --yes")
+
+
 def delete(queue: str, ids: list[str], yes: bool, no_trash: bool, root_opt: str | None, layout: str,
-           read_only: bool, audit_log: str | None, confirm: Callable[[str], None] | None = None) -> None:
+           read_only: bool, audit_log: str | None, confirm: Callable[[str], None] = _no_prompt) -> None:
     ops = open_ops(root_opt, layout, read_only, audit_log, refuse="delete")
     ops.root.scan_queue(queue)  # unknown queue: say so before asking
     given = given_ids(ops, "delete", (queue,), ids, confirmed=yes)
     if given is None:
         return
     picked = given[0] or []
-    if not yes and confirm is not None:
+    if not yes:
         how = "for good" if no_trash else "to the trash"
         confirm(f"Delete {len(picked)} message(s) from {safe_name(queue)} {how}?")
     report(ops, ops.delete(queue, picked, trash=not no_trash, missing=given[1]))
 
 
 def purge(queue: str, state: str | None, yes: bool, no_trash: bool, root_opt: str | None, layout: str,
-          read_only: bool, audit_log: str | None, confirm: Callable[[str], None] | None = None) -> None:
+          read_only: bool, audit_log: str | None, confirm: Callable[[str], None] = _no_prompt) -> None:
     ops = open_ops(root_opt, layout, read_only, audit_log, refuse="purge")
     if state is not None and state not in PURGE_STATES:
         raise UsageError(f"purge --state takes one of {', '.join(PURGE_STATES)}, not {state!r}")
-    if not yes and confirm is not None:  # (with --yes nothing asks: the purge's own listing is the only one)
+    if not yes:  # (with --yes nothing asks: the purge's own listing is the only one)
         # the same listing the purge itself takes: a count by names alone can include non-messages
         n = len(ops.purge_candidates(queue, state))
         how = "for good" if no_trash else "to the trash"

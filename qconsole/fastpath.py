@@ -41,10 +41,9 @@ def render_machine(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> str
 
 #: option kinds: "flag" (no value), "str", "list" (repeatable), "count" (int >= 0), "posint" (int >= 1),
 #: "seconds" (plain decimal >= 0), "format". A value this parser doubts sends the call to typer.
+#: (--ca and --insecure are taken out of argv first, by take_connection_options, as typer's main does)
 _COMMON = {"--root": ("root_opt", "str"), "-r": ("root_opt", "str"), "--layout": ("layout", "str"),
-           "--audit-log": ("audit_log", "str"), "--read-only": ("read_only", "flag"),
-           # Redis TLS (see cli.app.take_connection_options): handed on through the environment
-           "--ca": ("ca", "str"), "--insecure": ("insecure", "flag")}
+           "--audit-log": ("audit_log", "str"), "--read-only": ("read_only", "flag")}
 _SCAN = {**_COMMON, "--queue": ("queues", "list"), "-q": ("queues", "list"), "--check-types": ("check_types", "flag"),
          "--jobs": ("jobs", "posint"), "-j": ("jobs", "posint")}
 SPECS: dict[str, dict[str, tuple[str, str]]] = {
@@ -94,6 +93,7 @@ def _value(kind: str, value: str) -> Any:
 def parse_args(command: str, argv: list[str]) -> dict[str, Any] | None:
     """The options of ``command`` this path takes, or None to let typer handle the call."""
     spec = SPECS[command]
+    argv = take_connection_options(argv)
     env_ro = os.environ.get("QCONSOLE_READ_ONLY")
     if env_ro and env_ro.lower() not in _BOOL_WORDS:
         return None  # typer refuses the variable; let it say so
@@ -145,11 +145,30 @@ def parse_args(command: str, argv: list[str]) -> dict[str, Any] | None:
     if command == "stats":
         opts["fmt"] = "json" if opts["json"] else (opts["fmt"] or "table")
         opts["schema"] = opts["schema"] or 2
-    if opts.get("insecure"):
-        os.environ["QCONSOLE_REDIS_INSECURE"] = "1"
-    if opts.get("ca"):
-        os.environ["QCONSOLE_REDIS_CA"] = opts["ca"]
     return opts
+
+
+def take_connection_options(argv: list[str]) -> list[str]:
+    """Remove ``--insecure`` and ``--ca PATH`` (Redis TLS options, accepted anywhere before a
+    ``--``) and hand them on as $QCONSOLE_REDIS_INSECURE / $QCONSOLE_REDIS_CA to the RSMQ backend."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out.extend(argv[i:])
+            break
+        if arg == "--insecure":
+            os.environ["QCONSOLE_REDIS_INSECURE"] = "1"
+        elif arg == "--ca" and i + 1 < len(argv):
+            os.environ["QCONSOLE_REDIS_CA"] = argv[i + 1]
+            i += 1
+        elif arg.startswith("--ca="):
+            os.environ["QCONSOLE_REDIS_CA"] = arg[5:]
+        else:
+            out.append(arg)
+        i += 1
+    return out
 
 
 def _env_true(value: str | None) -> bool:
@@ -292,6 +311,10 @@ def guarded_call(body: Any) -> int:
         return _fail(line, code)
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED
+    except Exception as err:  # last resort, as cli.app.main's: one line, never a traceback
+        if os.environ.get("QCONSOLE_DEBUG"):
+            raise
+        return _fail(f"internal error: {err.__class__.__name__}: {err} (QCONSOLE_DEBUG=1 for details)", 70)
     return 0
 
 

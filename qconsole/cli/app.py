@@ -8,6 +8,8 @@ from typing import Any
 
 import typer
 
+from ..fastpath import take_connection_options  # (typer-free: the fast path strips them the same way)
+
 app = typer.Typer(
     name="qconsole",
     help="Administration and monitoring console for serverless message queues (VSQS, ddmq, RSMQ).\n\n"
@@ -76,29 +78,6 @@ def _one_line_usage_errors() -> None:
 
 
 _one_line_usage_errors()  # for every way in (the console script, CliRunner, the TUI's CLI)
-
-
-def take_connection_options(argv: list[str]) -> list[str]:
-    """Remove ``--insecure`` and ``--ca PATH`` (Redis TLS options, accepted anywhere before a
-    ``--``) and hand them on as $QCONSOLE_REDIS_INSECURE / $QCONSOLE_REDIS_CA to the RSMQ backend."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            out.extend(argv[i:])
-            break
-        if arg == "--insecure":
-            os.environ["QCONSOLE_REDIS_INSECURE"] = "1"
-        elif arg == "--ca" and i + 1 < len(argv):
-            os.environ["QCONSOLE_REDIS_CA"] = argv[i + 1]
-            i += 1
-        elif arg.startswith("--ca="):
-            os.environ["QCONSOLE_REDIS_CA"] = arg[5:]
-        else:
-            out.append(arg)
-        i += 1
-    return out
 
 
 def main() -> None:

@@ -191,6 +191,10 @@ CHANGES = [
     (["move", "jobs", "dest", "-s", "expired"], None), (["move", "jobs", "nope", "--all"], None),
     (["move", "jobs", "dest", "-"], "1700000000000005\n"), (["move", "jobs"], None),
     (["requeue", "jobs", "--all", "--bogus"], None), (["requeue", "jobs", "--expired=1"], None),
+    # Redis TLS options are taken out of argv first on both paths, wherever they stand: here
+    # --audit-log then takes -y as its value, so the purge must ask (and is refused, no terminal)
+    (["purge", "jobs", "--audit-log", "--insecure", "-y"], None), (["requeue", "jobs", "--ca", "x", "--all"], None),
+    (["requeue", "jobs", "--all", "--insecure", "--ca=y"], None),
 ]
 
 
@@ -219,6 +223,26 @@ def test_trash_restore_through_the_console_script_matches_typer(tmp_path, argv):
                    fast=argv[-1] != "b")  # (an extra argument: typer's usage error)
 
 
+def test_an_unexpected_error_is_one_line_and_exit_70_on_both_paths(tmp_path):
+    """A queue name stdout cannot encode: the change is made, then printing its line fails."""
+    for side in ("a", "b"):
+        (tmp_path / side / "jöbs").mkdir(parents=True)
+        (tmp_path / side / "jöbs" / "1700000000000010.1700000000000002").write_text("x")
+    env = {k: v for k, v in os.environ.items() if k not in ("QCONSOLE_ROOT", "QCONSOLE_READ_ONLY", "QCONSOLE_DEBUG")}
+    env["PYTHONIOENCODING"] = "ascii"
+    exe = os.path.join(os.path.dirname(sys.executable), "qconsole")
+    fast = subprocess.run([exe, "requeue", "jöbs", "--all", "-r", str(tmp_path / "a"), "--audit-log", os.devnull],
+                          capture_output=True, text=True, env=env, timeout=60)
+    typer_side = subprocess.run([sys.executable, "-c", "import sys; sys.argv = ['qconsole', *%r]\n"
+                                 "from qconsole.cli import main\nmain()\n"
+                                 % (["requeue", "jöbs", "--all", "-r", str(tmp_path / "b"), "--audit-log", os.devnull],)],
+                                capture_output=True, text=True, env=env, timeout=60)
+    assert fast.returncode == typer_side.returncode == 70
+    assert fast.stderr.startswith("qconsole: internal error: UnicodeEncodeError") and "Traceback" not in fast.stderr
+    assert fast.stderr.count("\n") == 1 and typer_side.stderr.startswith("qconsole: internal error: UnicodeEncodeError")
+    assert os.listdir(tmp_path / "a" / "jöbs") == os.listdir(tmp_path / "b" / "jöbs") == ["1700000000000010"]
+
+
 def _compare_paths(tmp_path, argv, stdin, read_only_env, *, prepare=None, fast=None):
     """The same change on two copies of a root, by the console script (without typer when the
     form never prompts) and by the typer app: the same output, errors, exit code, tree and
@@ -236,12 +260,14 @@ def _compare_paths(tmp_path, argv, stdin, read_only_env, *, prepare=None, fast=N
     fast_argv = [*argv, "--root", str(fast_root), "--audit-log", str(tmp_path / "a.log")]
     out = subprocess.run([sys.executable, "-c", probe % (fast_argv,)], capture_output=True, text=True, env=env,
                          input=stdin if stdin is not None else "", timeout=60)
+    # the typer CLI's own entry point (its argv rewriting and last-resort handler included)
     typer_argv = [*argv, "--root", str(typer_root), "--audit-log", str(tmp_path / "b.log")]
-    res = CliRunner().invoke(app, typer_argv, input=stdin if stdin is not None else "",
-                             env={"QCONSOLE_ROOT": None, "QCONSOLE_READ_ONLY": read_only_env})
+    res = subprocess.run([sys.executable, "-c", "import sys; sys.argv = ['qconsole', *%r]\n"
+                          "from qconsole.cli import main\nmain()\n" % (typer_argv,)],
+                         capture_output=True, text=True, env=env, input=stdin if stdin is not None else "", timeout=60)
     *err_lines, loaded = out.stderr.splitlines()
     batch = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]+")
-    assert out.returncode == res.exit_code, (out.stderr, res.stderr)
+    assert out.returncode == res.returncode, (out.stderr, res.stderr)
     assert batch.sub("B", out.stdout) == batch.sub("B", res.stdout)
     assert "\n".join(err_lines).replace(str(fast_root), "R") == res.stderr.rstrip("\n").replace(str(typer_root), "R")
     assert _tree(fast_root) == _tree(typer_root)
@@ -249,7 +275,7 @@ def _compare_paths(tmp_path, argv, stdin, read_only_env, *, prepare=None, fast=N
     if fast is not None:
         assert loaded == ("NO-TYPER" if fast else "TYPER"), argv
         return
-    prompts = argv[0] in ("delete", "purge") and not {"--yes", "-y"} & set(argv)
+    prompts = argv[0] in ("delete", "purge") and not {"--yes", "-y"} & set(argv) or "--audit-log" in argv
     fast = not prompts and "--bogus" not in argv and "--expired=1" not in argv and argv[1:] != [] and \
         argv != ["move", "jobs"] and argv != ["delete", "jobs", "--yes"]
     assert loaded == ("NO-TYPER" if fast else "TYPER"), argv

@@ -76,6 +76,9 @@ def test_states_in_microseconds(tmp_path):
     ]
     inflight = scan.messages[3]
     assert inflight.deadline == NOW + 2 and inflight.relpath == f"{US - 11}.{US + 2_000_000}"
+    # a whole-second clock (an int) gives the same messages
+    by_int = vsqs.scan_queue(root, "q", int(NOW), collect=True)
+    assert [(m.id, m.state, m.deadline) for m in by_int.messages] == [(m.id, m.state, m.deadline) for m in scan.messages]
 
 
 def test_states_in_milliseconds(tmp_path):
