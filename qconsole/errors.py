@@ -13,12 +13,18 @@ class ExitCode:
     PROBLEMS = 1  # done, but some things are left for a person to look at (recover)
     ERROR = 2  # bad input, missing root, refused operation: one line on stderr
     INTERRUPTED = 130  # ctrl+c
+    INTERNAL = 70  # a bug: one line instead of a traceback (EX_SOFTWARE)
 
 
 class QConsoleError(Exception):
     """An operator-facing error: ``str(err)`` is the one line shown."""
 
     exit_code: int = ExitCode.ERROR
+
+
+def internal_error_line(err: BaseException) -> str:
+    """The last resort's line for an error no one expected (exit :attr:`ExitCode.INTERNAL`)."""
+    return f"internal error: {err.__class__.__name__}: {err} (QCONSOLE_DEBUG=1 for details)"
 
 
 def error_line(err: BaseException) -> tuple[str, int] | None:

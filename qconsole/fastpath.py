@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from .errors import ExitCode, QConsoleError, error_line
+from .errors import ExitCode, QConsoleError, error_line, internal_error_line
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -68,7 +68,8 @@ POSITIONALS = {"stats": ("root",), "check": ("root",), "ls": ("queue",), "requeu
 #: commands whose further positional arguments are message ids
 TAKES_IDS = ("requeue", "delete", "move")
 #: what click's BoolParamType takes from $QCONSOLE_READ_ONLY (typer parses it even where unused)
-_BOOL_WORDS = {"1", "true", "t", "yes", "y", "on", "0", "false", "f", "no", "n", "off"}
+_TRUE_WORDS = {"1", "true", "t", "yes", "y", "on"}
+_BOOL_WORDS = _TRUE_WORDS | {"0", "false", "f", "no", "n", "off"}
 
 
 def _value(kind: str, value: str) -> Any:
@@ -97,12 +98,10 @@ def parse_args(command: str, argv: list[str]) -> dict[str, Any] | None:
     env_ro = os.environ.get("QCONSOLE_READ_ONLY")
     if env_ro and env_ro.lower() not in _BOOL_WORDS:
         return None  # typer refuses the variable; let it say so
-    opts: dict[str, Any] = {key: None for key, _kind in spec.values()}
-    opts.update(queues=[], layout="auto", json=False, check_types=False, read_only=_env_true(env_ro),
-                ids=[] if command in TAKES_IDS else None)
-    for key, kind in spec.values():
-        if kind == "flag" and key not in ("read_only", "json", "check_types", "ids"):
-            opts[key] = False
+    opts: dict[str, Any] = {key: False if kind == "flag" else None for key, kind in spec.values()}
+    opts.update(queues=[], layout="auto", read_only=bool(env_ro) and env_ro.lower() in _TRUE_WORDS)  # type: ignore[union-attr]
+    if command in TAKES_IDS:
+        opts["ids"] = []
     positionals = list(POSITIONALS[command])
     opts.update(dict.fromkeys(positionals))
     it = iter(argv)
@@ -169,11 +168,6 @@ def take_connection_options(argv: list[str]) -> list[str]:
             out.append(arg)
         i += 1
     return out
-
-
-def _env_true(value: str | None) -> bool:
-    """$QCONSOLE_READ_ONLY as click's BoolParamType reads it (parse_args declined the rest)."""
-    return bool(value) and value.lower() in ("1", "true", "t", "yes", "y", "on")  # type: ignore[union-attr]
 
 
 def _parse(argv: list[str]) -> dict[str, Any] | None:
@@ -288,7 +282,7 @@ def fast_change(command: str, argv: list[str]) -> int | None:
     from . import change_commands as changes
 
     common = (opts["root_opt"], opts["layout"], opts["read_only"], opts["audit_log"])
-    ids = opts["ids"] or None
+    ids = opts.get("ids") or None  # (trash restore takes none)
     if command == "requeue":
         return guarded_call(lambda: changes.requeue(opts["queue"], ids, opts["expired"], opts["all_"], *common))
     if command == "delete":
@@ -314,7 +308,7 @@ def guarded_call(body: Any) -> int:
     except Exception as err:  # last resort, as cli.app.main's: one line, never a traceback
         if os.environ.get("QCONSOLE_DEBUG"):
             raise
-        return _fail(f"internal error: {err.__class__.__name__}: {err} (QCONSOLE_DEBUG=1 for details)", 70)
+        return _fail(internal_error_line(err), ExitCode.INTERNAL)
     return 0
 
 
@@ -324,10 +318,17 @@ FAST = {"stats": lambda argv: fast_stats(argv), "check": lambda argv: fast_check
                                             for c in ("requeue", "delete", "purge", "move", "trash restore")}}
 
 
-def _fail(message: str, code: int = 2) -> int:
+def write_error(message: str) -> None:
+    """``qconsole: <message>`` on stderr, escaped, as one line (over a bulk change's progress
+    line, if one is drawn): what every failing command says, with or without typer."""
     from .safetext import escape_controls
 
     if sys.stderr.isatty():
-        sys.stderr.write("\r\x1b[K")  # over a bulk change's progress line, if one is drawn (as cli.common.fail)
+        sys.stderr.write("\r\x1b[K")
     sys.stderr.write(f"qconsole: {escape_controls(message, keep_newlines=False)}\n")
+    sys.stderr.flush()
+
+
+def _fail(message: str, code: int = 2) -> int:
+    write_error(message)
     return code

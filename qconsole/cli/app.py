@@ -97,5 +97,7 @@ def main() -> None:
     except Exception as err:  # last resort: one line, never a traceback (QCONSOLE_DEBUG=1 shows it)
         if os.environ.get("QCONSOLE_DEBUG"):
             raise
-        sys.stderr.write(f"qconsole: internal error: {err.__class__.__name__}: {err} (QCONSOLE_DEBUG=1 for details)\n")
-        sys.exit(70)
+        from ..errors import ExitCode, internal_error_line
+
+        sys.stderr.write(f"qconsole: {internal_error_line(err)}\n")
+        sys.exit(ExitCode.INTERNAL)

@@ -12,7 +12,7 @@ import typer
 
 from ..errors import ExitCode, QConsoleError, error_line
 from ..backends import pick_root  # noqa: F401 (shared with the typer-free stats path)
-from ..safetext import escape_controls
+from ..fastpath import write_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,10 +53,7 @@ QueueArg = Annotated[str, typer.Argument(help="Queue name (a plain name: no '/' 
 
 def fail(message: str, code: int = ExitCode.ERROR) -> "typer.Exit":
     """Print one line on stderr and return the Exit to raise."""
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\x1b[K")  # over a bulk change's progress line, if one is drawn
-    sys.stderr.write(f"qconsole: {escape_controls(message, keep_newlines=False)}\n")
-    sys.stderr.flush()
+    write_error(message)
     return typer.Exit(code)
 
 

@@ -607,7 +607,8 @@ def _messages(
     # held ones by deadline: the expired (deadline <= now) come first in that order and are
     # listed after the in-flight ones; built with map() too (a bulk requeue holds 100k of them)
     held_sorted = sorted(held, key=lambda mid: (held_seconds[mid], int(mid)))
-    n_late = sum(map(float(now).__ge__, map(held_seconds.__getitem__, held_sorted)))  # (float: an int's __ge__ says NotImplemented to a float)
+    # (float(now): an int's __ge__ answers NotImplemented to a float)
+    n_late = sum(map(float(now).__ge__, map(held_seconds.__getitem__, held_sorted)))
     for state, ids in ((INFLIGHT, held_sorted[n_late:]), (EXPIRED, held_sorted[:n_late])):
         out += map(Message, repeat(queue), repeat(VSQS), ids, repeat(state), [f"{m}.{held[m]}" for m in ids],
                    repeat(None), repeat(None), _created(ids), map(held_seconds.__getitem__, ids))
