@@ -269,46 +269,70 @@ class FileBackend(Backend):
 
     def remove(self, action: str, queue: str, msgs: Sequence[Message], *, use_trash: bool,
                user: str) -> tuple[list[tuple[str, str | None]], str | None]:
-        import errno
-
         from . import safety, trash
         from ..results import CHANGED
 
         qdir = self.require_queue(queue)
-        outcomes: list[tuple[str, str | None]] = []
         if not msgs:
-            return outcomes, None
+            return [], None
+        # per directory of the queue (the queue, work/): both directories opened once, and the
+        # names renamed or unlinked in one batch (safety.DirPair.renames), not a call chain each
+        groups: dict[str | None, list[int]] = {}
+        names: list[str] = []
+        for i, m in enumerate(msgs):
+            head, sep, tail = m.relpath.partition("/")
+            groups.setdefault(head if sep else None, []).append(i)
+            names.append(tail if sep else head)
+        ok = [False] * len(msgs)
         with safety.Confined(self.path) as c:
             filling = trash.Filling(c, action, queue, self.kind, user) if use_trash else None
             items: list[dict[str, Any]] = []
-            # per sub-directory (the queue, work/) both directories opened once, not per message
-            pairs: dict[str, safety.DirPair] = {}
             try:
-                for m in msgs:
-                    self.tick(len(outcomes), len(msgs))
-                    sub, _, name = safety.check_relpath(m.relpath).rpartition("/")
-                    pair = pairs.get(sub)
-                    if pair is None:
-                        src_dir = os.path.join(qdir, sub) if sub else qdir
-                        pair = pairs[sub] = c.pair(src_dir, os.path.dirname(filling.path(m.relpath))
-                                                   if filling else src_dir)
+                base = 0  # messages of the groups before (progress counts the whole)
+                for sub, idx in groups.items():
+                    if sub is not None:
+                        safety.check_relpath(msgs[idx[0]].relpath)  # work/NAME only (raises)
+                    src_dir = os.path.join(qdir, sub) if sub else qdir
+                    batch = [names[i] for i in idx]
+                    tick = (lambda k, b=base: self.tick(b + k, len(msgs)))
+                    base += len(idx)
                     if filling:
+                        pair = c.pair(src_dir, os.path.dirname(filling.path(msgs[idx[0]].relpath)))
+                        errs: list[int] = []
                         try:
-                            ok = pair.rename(name, name)
-                        except OSError as err:
-                            if err.errno == errno.EXDEV:  # the queue is another mount than the root
-                                raise OperationError(f"{queue}: the trash is on another file system; "
-                                                     "use --no-trash") from None
-                            raise
-                        if ok:
-                            items.append({"queue": queue, "relpath": m.relpath, "id": m.id})
+                            pair.renames(batch, batch, tick, errs)
+                        finally:  # what the trash holds is recorded, even when interrupted
+                            for i, err in zip(idx, errs):
+                                if not err:
+                                    ok[i] = True
+                                    m = msgs[i]
+                                    items.append({"queue": queue, "relpath": m.relpath, "id": m.id})
+                        for i, err in zip(idx, errs):
+                            if err and self._trash_one(queue, pair, names[i]):
+                                ok[i] = True
+                                items.append({"queue": queue, "relpath": msgs[i].relpath, "id": msgs[i].id})
                     else:
-                        ok = pair.unlink(name)
-                    outcomes.append((m.id, None if ok else CHANGED))
+                        pair = c.pair(src_dir, src_dir)
+                        for i, err in zip(idx, pair.unlinks(batch, tick)):
+                            ok[i] = not err or pair.unlink(names[i])
             finally:
                 # published under its name only now, complete; removed when nothing went in
-                batch = filling.finish(items) if filling else None
-        return outcomes, batch
+                done = filling.finish(items) if filling else None
+        self.tick(len(msgs), len(msgs))
+        return [(m.id, None if k else CHANGED) for m, k in zip(msgs, ok)], done
+
+    @staticmethod
+    def _trash_one(queue: str, pair: Any, name: str) -> bool:
+        """One name into the trash the slow way (after the batch did not move it): False when
+        it is gone; a trash on another mount is refused in words."""
+        import errno
+
+        try:
+            return pair.rename(name, name)
+        except OSError as err:
+            if err.errno == errno.EXDEV:  # the queue is another mount than the root
+                raise OperationError(f"{queue}: the trash is on another file system; use --no-trash") from None
+            raise
 
     #: messages per batch journal of a move (see fs.batches)
     MOVE_BATCH = 256

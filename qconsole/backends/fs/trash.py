@@ -79,8 +79,12 @@ class Filling:
         """Write the manifest and publish the batch under its name; None (and nothing left
         behind) when nothing went into it."""
         if not items:
-            self.c.rmtree(self.dir)
-            return None
+            # only empty directories go: a file no item names (a move interrupted between its
+            # rename and its record) keeps the batch, to be restored like any other
+            files = os.path.join(self.dir, FILES)
+            if all(map(self.c.rmdir, (os.path.join(files, self.queue, "work"), os.path.join(files, self.queue),
+                                      files, self.dir))):
+                return None
         self.doc.update(complete=True, items=items)
         # compact: an indent makes json use its pure-Python encoder (1 s per 50k items)
         data = json.dumps(self.doc, separators=(",", ":")).encode()

@@ -54,16 +54,11 @@ class VsqsBackend(FileBackend):
         from . import writes
 
         qdir = self.require_queue(queue)
-        out: list[tuple[str, str | None]] = []
         with safety.Confined(self.path) as c:
-            live = writes.live_names(c, qdir, {m.id for m in msgs})
-            pair = c.pair(qdir, qdir)  # the queue directory opened once for every rename
-            for msg in msgs:
-                self.tick(len(out), len(msgs))
-                reason = writes.requeue(c, qdir, msg.id, msg.relpath, live, pair)
-                # someone requeued it first: it is ready, as asked
-                out.append((msg.id, None if reason == ALREADY_READY else reason))
-        return out
+            reasons = writes.requeue_many(c, qdir, [(m.id, m.relpath) for m in msgs],
+                                          lambda done: self.tick(done, len(msgs)))
+        # someone requeued it first: it is ready, as asked
+        return [(m.id, None if why == ALREADY_READY else why) for m, why in zip(msgs, reasons)]
 
     def move_placer(self, c: Any, dest: str, dest_dir: str) -> Any:
         from . import writes

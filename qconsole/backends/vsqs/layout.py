@@ -309,7 +309,7 @@ def scan_queue(
     scan.errors.extend(errors.result())
 
     if collect:
-        held_seconds = {mid: int(dl) / vsqs_divisor(dl) for mid, dl in held.items()}
+        held_seconds = dict(zip(held, _created(list(held.values()))))  # int(dl) / its unit
         if collect == "columns":
             scan.messages = _columns(ready, held, held_seconds, writing, now)  # type: ignore[assignment]
         else:
@@ -606,11 +606,14 @@ def _messages(
     ))
     # held ones by deadline: the expired (deadline <= now) come first in that order and are
     # listed after the in-flight ones; built with map() too (a bulk requeue holds 100k of them)
-    held_sorted = sorted(held, key=lambda mid: (held_seconds[mid], int(mid)))
+    # (by (deadline, id): ids in order, then a stable sort by deadline -- two sorts keyed in
+    # C, a third of one sort keyed by a Python lambda)
+    held_sorted = sorted(_numeric_order(held), key=held_seconds.__getitem__)
     # (float(now): an int's __ge__ answers NotImplemented to a float)
     n_late = sum(map(float(now).__ge__, map(held_seconds.__getitem__, held_sorted)))
     for state, ids in ((INFLIGHT, held_sorted[n_late:]), (EXPIRED, held_sorted[:n_late])):
-        out += map(Message, repeat(queue), repeat(VSQS), ids, repeat(state), [f"{m}.{held[m]}" for m in ids],
+        relpaths = map(".".join, zip(ids, map(held.__getitem__, ids)))  # <id>.<deadline> as listed
+        out += map(Message, repeat(queue), repeat(VSQS), ids, repeat(state), relpaths,
                    repeat(None), repeat(None), _created(ids), map(held_seconds.__getitem__, ids))
     for mid in sorted(writing, key=int):
         out.append(Message(queue, VSQS, mid, WRITING, f"{mid}.new", created_at=int(mid) / vsqs_divisor(mid)))

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 import time
+from itertools import repeat
 
 from ...timeunits import MICRO, MILLI
 from ..fs.claims import Placement, write_tmp
 from ..fs import safety
 from ..results import ALREADY_READY, CHANGED
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 CLOCKS = {"us": MICRO, "ms": MILLI}
 
@@ -130,15 +135,48 @@ class Placer:
             todo = clashing
 
 
-def live_names(c: safety.Confined, queue_dir: str, ids: set[str]) -> dict[str, list[str]]:
+def live_names(c: safety.Confined, queue_dir: str, ids: set[str],
+               names: list[str] | None = None) -> dict[str, list[str]]:
     """Id -> every name of the queue directory under that id (``<id>``, ``<id>.<anything>``),
-    for the ids of one bulk requeue: one listing for the batch, not one per message."""
+    for the ids of one bulk requeue: one listing for the batch, not one per message
+    (``names``: that listing, made already)."""
     out: dict[str, list[str]] = {}
-    for name in c.listdir(queue_dir):
+    for name in c.listdir(queue_dir) if names is None else names:
         head = name.partition(".")[0]
         if head in ids:
             out.setdefault(head, []).append(name)
     return out
+
+
+def requeue_many(c: safety.Confined, queue_dir: str, held: list[tuple[str, str]],
+                 tick: Callable[[int], None] | None = None) -> list[str | None]:
+    """:func:`requeue` of every ``(id, relpath)`` of a bulk requeue; the reasons, in order.
+
+    One listing first: an id held under this one name (nearly all) goes back by one batch of
+    no-replace renames, with no Python per message beyond the call. The others (an id under
+    two names, a name gone or taken since the listing, no renameat2) go through
+    :func:`requeue` against that listing, as before.
+    """
+    from collections import Counter
+    from operator import itemgetter
+
+    # how many names each id has, counted in C (~0.1 s of Python per 100k names otherwise)
+    names = c.listdir(queue_dir)
+    heads = Counter(map(itemgetter(0), map(str.partition, names, repeat("."))))
+    pair = c.pair(queue_dir, queue_dir)  # the queue directory opened once for every rename
+    one = [i for i, (mid, rel) in enumerate(held) if heads.get(mid) == 1 and "." in rel]
+    errs = pair.renames_noreplace([held[i][1] for i in one], [held[i][0] for i in one], tick)
+    reasons: list[str | None] = [None] * len(held)
+    todo = set(range(len(held))).difference(one)
+    todo.update(i for i, err in zip(one, errs) if err)
+    if todo:
+        live = live_names(c, queue_dir, {held[i][0] for i in todo}, names)
+        for i in sorted(todo):
+            mid, rel = held[i]
+            reasons[i] = requeue(c, queue_dir, mid, rel, live, pair)
+    if tick is not None:
+        tick(len(held))
+    return reasons
 
 
 def requeue(c: safety.Confined, queue_dir: str, mid: str, relpath: str,

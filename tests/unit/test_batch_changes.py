@@ -1,0 +1,215 @@
+"""The batch forms of a bulk change (safety.check_names, DirPair.renames/renames_noreplace/
+unlinks, vsqs requeue_many, FsRoot.remove): one tight loop for 100k messages that must
+keep every rule of the one-name path -- names checked, nothing replaced, races left as
+they were, a non-race error stopping the batch, and a trash batch recording what it holds
+even when stopped halfway."""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+
+import pytest
+
+from qconsole.backends import open_target
+from qconsole.backends.fs import safety, trash
+from qconsole.backends.vsqs import writes
+from qconsole.errors import OperationError
+from qconsole.ops.operations import Operations
+from qconsole.backends.results import ALREADY_READY, CHANGED
+
+BASE = 1_700_000_000_000_000
+PAST = 1_600_000_000_000_000
+
+
+def _check_one(names: list) -> str | None:
+    for n in names:
+        try:
+            safety.check_name(n)
+        except safety.UnsafePathError as err:
+            return str(err)
+    return None
+
+
+def _check_all(names: list) -> str | None:
+    try:
+        safety.check_names(names)
+    except safety.UnsafePathError as err:
+        return str(err)
+    return None
+
+
+@pytest.mark.parametrize("bad", [".", "..", "", "a/b", "/a", "a/", "a\0b", "a\\b", "x" * 256, "é" * 128, 7, None,
+                                 "\udcff" * 256])
+def test_the_batch_name_check_refuses_what_the_one_name_check_refuses(bad):
+    for names in ([bad], ["1", bad], ["1", "2", bad, "3"], [bad, "."]):
+        assert _check_all(names) == _check_one(names) is not None, names
+
+
+def test_the_batch_name_check_agrees_with_the_one_name_check_on_random_batches():
+    rnd = random.Random(7)
+    alphabet = ["1", "2", ".", "/", "\\", "\0", "a", "é", "\n", " "]
+    for _ in range(3000):
+        names = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 4))) for _ in range(rnd.randint(0, 5))]
+        if rnd.random() < 0.05:
+            names.append("7" * rnd.choice([63, 64, 255, 256]))
+        assert _check_all(names) == _check_one(names), names
+    safety.check_names(["1.2", "..3", "...", "a.", "é" * 63, "1" * 255])  # all plain names
+
+
+def _pair(tmp_path, c: safety.Confined, src: str = "q", dst: str = "q") -> safety.DirPair:
+    return c.pair(str(tmp_path / src), str(tmp_path / dst))
+
+
+@pytest.mark.parametrize("renameat2", [True, False])
+def test_no_replace_batch_leaves_taken_and_gone_names_and_goes_on(tmp_path, monkeypatch, renameat2):
+    if not renameat2:
+        monkeypatch.setattr(safety, "_RENAMEAT2", False)
+    q = tmp_path / "q"
+    q.mkdir()
+    for n in ("a", "b", "c"):
+        (q / f"{n}.1").write_text(n)
+    (q / "b").write_text("someone else's")
+    with safety.Confined(str(tmp_path)) as c:
+        errs = _pair(tmp_path, c).renames_noreplace(["a.1", "b.1", "gone.1", "c.1"], ["a", "b", "gone", "c"])
+    if renameat2:
+        assert errs == [0, errno.EEXIST, errno.ENOENT, 0]
+        assert sorted(os.listdir(q)) == ["a", "b", "b.1", "c"]
+    else:  # nothing tried: the caller takes each through the one-name path
+        assert errs == [safety.NOT_TRIED] * 4
+        assert sorted(os.listdir(q)) == ["a.1", "b", "b.1", "c.1"]
+    assert (q / "b").read_text() == "someone else's"
+
+
+def test_a_batch_stops_at_the_first_error_that_is_not_a_race(tmp_path):
+    q = tmp_path / "q"
+    q.mkdir()
+    for n in ("1", "2", "4"):
+        (q / n).write_text(n)
+    (q / "3").mkdir()  # unlink of a directory: EISDIR (or EPERM), not a race
+    with safety.Confined(str(tmp_path)) as c:
+        errs = _pair(tmp_path, c).unlinks(["1", "gone", "3", "4"])
+    assert errs[:2] == [0, errno.ENOENT]
+    assert errs[2:] == [safety.NOT_TRIED, safety.NOT_TRIED]
+    assert sorted(os.listdir(q)) == ["2", "3", "4"]
+
+
+def test_a_batch_refuses_a_bad_name_before_it_changes_anything(tmp_path):
+    q = tmp_path / "q"
+    q.mkdir()
+    (q / "1").write_text("1")
+    with safety.Confined(str(tmp_path)) as c:
+        pair = _pair(tmp_path, c)
+        for call in (lambda: pair.unlinks(["1", "../q/1"]), lambda: pair.renames(["1"], [".."]),
+                     lambda: pair.renames_noreplace(["1", "x/y"], ["2", "3"])):
+            with pytest.raises(safety.UnsafePathError):
+                call()
+    assert os.listdir(q) == ["1"]
+
+
+def test_the_batch_requeue_treats_each_id_as_the_one_name_requeue_does(tmp_path):
+    q = tmp_path / "q"
+    q.mkdir()
+    held = []
+    for i in range(6):
+        (q / f"{BASE + i}.{PAST + i}").write_text(f"m{i}")
+        held.append((str(BASE + i), f"{BASE + i}.{PAST + i}"))
+    (q / f"{BASE + 1}").write_text("ready under the same id already")
+    (q / f"{BASE + 2}.{PAST + 99}").write_text("the same id held twice")
+    os.unlink(q / f"{BASE + 3}.{PAST + 3}")  # consumed since the scan
+    os.rename(q / f"{BASE + 4}.{PAST + 4}", q / f"{BASE + 4}")  # requeued by a consumer since the scan
+    ticks = []
+    with safety.Confined(str(tmp_path)) as c:
+        reasons = writes.requeue_many(c, str(q), held, ticks.append)
+    assert reasons[0] is None and reasons[5] is None
+    assert "also live as" in reasons[1] and "also live as" in reasons[2]
+    assert reasons[3] == CHANGED
+    assert reasons[4] == ALREADY_READY
+    assert (q / f"{BASE + 1}").read_text() == "ready under the same id already"
+    assert {f"{BASE}", f"{BASE + 5}", f"{BASE + 1}.{PAST + 1}", f"{BASE + 2}.{PAST + 2}"} <= set(os.listdir(q))
+    assert ticks[-1] == len(held)
+
+
+def _vsqs_root(tmp_path, n: int) -> str:
+    root = tmp_path / "root"
+    (root / "q").mkdir(parents=True)
+    for i in range(n):
+        (root / "q" / str(BASE + i)).write_text(f'{{"i": {i}}}')
+    return str(root)
+
+
+def test_a_purge_stopped_halfway_keeps_every_moved_message_restorable(tmp_path):
+    """ctrl+c in the middle of the batch: what went into the trash is in the batch's
+    manifest and comes back with trash restore; the rest never left the queue."""
+    n = 3000
+    root = _vsqs_root(tmp_path, n)
+    ops = Operations(open_target(root), audit_log=str(tmp_path / "audit"))
+
+    def stop(done: int, total: int) -> None:
+        if done >= 2048:
+            raise KeyboardInterrupt
+
+    ops.root.progress = stop
+    with pytest.raises(KeyboardInterrupt):
+        ops.purge("q")
+    left = set(os.listdir(os.path.join(root, "q")))
+    assert 0 < len(left) < n
+    with safety.Confined(root) as c:
+        (batch,) = trash.batch_names(c)
+        doc = trash.read_manifest(c, batch)
+    assert {item["id"] for item in doc["items"]} == {str(BASE + i) for i in range(n)} - left
+    ops = Operations(open_target(root), audit_log=str(tmp_path / "audit"))
+    ops.trash_restore()
+    assert sorted(os.listdir(os.path.join(root, "q"))) == sorted(str(BASE + i) for i in range(n))
+
+
+def test_a_trash_batch_with_a_file_no_item_names_is_kept(tmp_path):
+    """A move stopped between its rename and its record leaves a file no item names: the
+    batch is published (and restorable), never removed with the file in it."""
+    root = _vsqs_root(tmp_path, 1)
+    with safety.Confined(root) as c:
+        filling = trash.Filling(c, "purge", "q", "vsqs", "me")
+        os.rename(os.path.join(root, "q", str(BASE)), filling.path(str(BASE)))
+        batch = filling.finish([])
+        assert batch in trash.batch_names(c)
+    Operations(open_target(root), audit_log=str(tmp_path / "audit")).trash_restore(batch)
+    assert os.listdir(os.path.join(root, "q")) == [str(BASE)]
+
+
+def test_an_empty_trash_batch_leaves_nothing_behind(tmp_path):
+    root = _vsqs_root(tmp_path, 1)
+    with safety.Confined(root) as c:
+        assert trash.Filling(c, "purge", "q", "vsqs", "me").finish([]) is None
+        assert os.listdir(trash.trash_dir(root)) == []
+
+
+def test_purge_and_delete_in_batches_report_each_message_in_order(tmp_path):
+    """Two directories of a ddmq queue, a name gone since the scan: outcomes in the order asked."""
+    root = _vsqs_root(tmp_path, 50)
+    ops = Operations(open_target(root), audit_log=str(tmp_path / "audit"))
+    ids = [str(BASE + i) for i in range(0, 50, 3)]
+    scan = ops.root.scan_queue("q", collect=True)
+    msgs = [m for m in scan.messages if m.id in set(ids)]
+    os.unlink(os.path.join(root, "q", ids[2]))
+    for use_trash in (True, False):
+        outcomes, _batch = ops.root.remove("delete", "q", msgs, use_trash=use_trash, user="me")
+        assert [mid for mid, _ in outcomes] == [m.id for m in msgs]
+        want = {ids[2]} if use_trash else set(ids)  # the second pass finds every one gone
+        assert {mid for mid, why in outcomes if why == CHANGED} == want
+
+
+def test_a_trash_on_another_mount_is_refused_in_words(tmp_path, monkeypatch):
+    root = _vsqs_root(tmp_path, 3)
+    real = os.rename
+
+    def exdev(src, dst, *a, **kw):
+        if isinstance(src, str) and src.isdigit():
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "rename", exdev)
+    with pytest.raises(OperationError, match="another file system"):
+        Operations(open_target(root), audit_log=str(tmp_path / "audit")).purge("q")
+    monkeypatch.setattr(os, "rename", real)
+    assert len(os.listdir(os.path.join(root, "q"))) == 3
