@@ -213,3 +213,35 @@ def test_a_trash_on_another_mount_is_refused_in_words(tmp_path, monkeypatch):
         Operations(open_target(root), audit_log=str(tmp_path / "audit")).purge("q")
     monkeypatch.setattr(os, "rename", real)
     assert len(os.listdir(os.path.join(root, "q"))) == 3
+
+
+@pytest.mark.parametrize("renameat2", [True, False])
+def test_the_batch_restore_keeps_the_one_name_rules(tmp_path, monkeypatch, renameat2):
+    """A restore batch: the plain files come back; an id live in the queue again, a file with
+    another hard link and a second file of one id stay in the trash, with their reasons --
+    with renameat2 (the batch) and without it (one by one), the same result."""
+    if not renameat2:
+        monkeypatch.setattr(safety, "_RENAMEAT2", False)
+    n = 30
+    root = _vsqs_root(tmp_path, n)
+    ops = Operations(open_target(root), audit_log=str(tmp_path / "audit"))
+    batch = ops.purge("q").batch
+    files = os.path.join(trash.batch_dir(root, batch), trash.FILES, "q")
+    (tmp_path / "root" / "q" / str(BASE + 1)).write_text("published again under the same id")
+    os.link(os.path.join(files, str(BASE + 2)), tmp_path / "elsewhere")
+    (tmp_path / files / f"{BASE + 3}.{PAST}").write_text("the same id, held")  # a second file of id BASE+3
+    ticks = []
+    ops.root.progress = lambda done, total: ticks.append((done, total))
+    res = ops.trash_restore(batch)
+    assert set(os.listdir(os.path.join(root, "q"))) == {str(BASE + i) for i in range(n) if i != 2}
+    assert (tmp_path / "root" / "q" / str(BASE + 1)).read_text() == "published again under the same id"
+    left = set(os.listdir(files))
+    twins = {str(BASE + 3), f"{BASE + 3}.{PAST}"}  # one comes back (which one: listing order)
+    (twin,) = left & twins
+    assert left == {str(BASE + 1), str(BASE + 2), twin}
+    why = dict(res.skipped)
+    assert set(why) == left, why
+    assert "in the queue already" in why[str(BASE + 1)] and "in the queue already" in why[twin]
+    assert "hard links" in why[str(BASE + 2)]
+    dones = [d for d, _t in ticks]
+    assert dones == sorted(dones) and dones[-1] == n + 1 and {t for _d, t in ticks} == {n + 1}

@@ -583,6 +583,18 @@ class DirPair:
             out.append(err)
         return _untried(out, len(names))
 
+    def lstats(self, names: list[str]) -> list[os.stat_result | None]:
+        """:meth:`lstat` of each name of the source directory (None: gone)."""
+        check_names(names)
+        stat_, sfd = os.stat, self.sfd
+        out: list[os.stat_result | None] = []
+        for name in names:
+            try:
+                out.append(stat_(name, dir_fd=sfd, follow_symlinks=False))
+            except FileNotFoundError:
+                out.append(None)
+        return out
+
     def renames(self, names: list[str], new_names: list[str],
                 tick: Callable[[int], None] | None = None, out: list[int] | None = None) -> list[int]:
         """``os.rename`` of each ``names[i]`` to ``new_names[i]`` (a new name that exists is

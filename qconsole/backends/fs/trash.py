@@ -25,6 +25,7 @@ import math
 import os
 import re
 import secrets
+import stat as _stat
 import time
 from collections.abc import Callable
 from time import strptime as _strptime
@@ -239,13 +240,8 @@ def restore(root: str, batch: str, ready_target: Callable[[str], tuple[str, str]
                     ids = live[queue] = _live_ids(c, qdir, msg_id)
                 top = os.path.join(batch_dir(root, batch), FILES, queue)
                 pair = c.pair(os.path.join(top, sub) if sub else top, qdir)
-                for name in names:
-                    if tick is not None:
-                        tick(len(done) + len(skipped), len(files))
-                    rel = f"{sub}/{name}" if sub else name
-                    reason = _restore_one(c, pair, qdir, queue, rel, name, ready_target, ids, done)
-                    if reason:
-                        skipped.append((rel, reason))
+                _restore_group(c, pair, qdir, queue, sub, names, ready_target, ids, done, skipped,
+                               lambda k: tick(k, len(files)) if tick is not None else None)
             _tidy(c, batch)
         finally:
             c.unlink(lock)
@@ -264,6 +260,45 @@ def _queue_problem(c: safety.Confined, root: str, queue: str, is_queue: Callable
     return None
 
 
+def _restore_group(c: safety.Confined, pair: safety.DirPair, qdir: str, queue: str, sub: str, names: list[str],
+                   ready_target: Callable[[str], tuple[str, str] | None], ids: dict[str, list[str]],
+                   done: list[str], skipped: list[tuple[str, str]], tick: Callable[[int], None]) -> None:
+    """Restore one directory of a batch. A plain file with one link whose id is not live (and
+    not restored by this batch already) goes back in one no-replace batch of renames; the
+    others, and any the batch did not move, one by one (:func:`_restore_one`)."""
+    start = len(done) + len(skipped)  # progress counts names handled, of the whole restore
+    rels = [f"{sub}/{name}" for name in names] if sub else names
+    targets = list(map(ready_target, rels))
+    for rel, tm in zip(rels, targets):
+        if tm is None:
+            skipped.append((rel, "not a message name"))
+    cands = [(name, rel, tm) for name, rel, tm in zip(names, rels, targets) if tm is not None]
+    fast: list[tuple[str, str, str, str]] = []  # name, rel, ready name, id
+    slow: list[tuple[str, str]] = []  # name, rel
+    seen: set[str] = set()
+    for (name, rel, (target, mid)), st in zip(cands, pair.lstats([n for n, _r, _t in cands])):
+        if st is not None and st.st_nlink == 1 and _stat.S_ISREG(st.st_mode) and not ids.get(mid) \
+                and mid not in seen:
+            seen.add(mid)
+            fast.append((name, rel, target, mid))
+        else:
+            slow.append((name, rel))
+    prior = len(done) + len(skipped)
+    errs = pair.renames_noreplace([f[0] for f in fast], [f[2] for f in fast], lambda k: tick(prior + k))
+    for (name, rel, target, mid), err in zip(fast, errs):
+        if err:
+            slow.append((name, rel))
+        else:
+            ids[mid] = [target]
+            done.append(f"{queue}/{target}")
+    for j, (name, rel) in enumerate(slow):
+        tick(min(prior + len(fast) + j, start + len(names)))
+        reason = _restore_one(c, pair, qdir, queue, rel, name, ready_target, ids, done)
+        if reason:
+            skipped.append((rel, reason))
+    tick(start + len(names))
+
+
 def _restore_one(c: safety.Confined, pair: safety.DirPair, qdir: str, queue: str, rel: str, name: str,
                  ready_target: Callable[[str], tuple[str, str] | None],
                  ids: dict[str, list[str]], done: list[str]) -> str | None:
@@ -274,6 +309,8 @@ def _restore_one(c: safety.Confined, pair: safety.DirPair, qdir: str, queue: str
     st = pair.lstat(name)
     if st is None:
         return "gone (restored or emptied meanwhile)"
+    if not _stat.S_ISREG(st.st_mode):  # swapped for a link or a FIFO since the batch was listed
+        return "not a regular file; not restored"
     twins = ids.get(mid)
     if twins:
         for twin in twins:  # a restore killed after its link: that copy is the message, drop ours
