@@ -209,6 +209,12 @@ class Backend:
                    check_types: bool = False) -> QueueScan:
         raise NotImplementedError
 
+    def held_messages(self, name: str) -> list[Message]:
+        """The queue's in-flight and expired messages, as a collected scan lists them (what a
+        requeue by state picks from). A store that can list them without the ready ones
+        (most of a queue) says so by overriding this."""
+        return self.scan_queue(name, collect=True).held_messages()
+
     def start_first_count(self, now: float | None = None) -> Any:
         """Start counting the big queues in a forked process, for a console's first screen (an
         object whose ``take()`` gives ``{name: QueueScan}`` or None, and ``close()``); None

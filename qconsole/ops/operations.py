@@ -134,13 +134,15 @@ class Operations:
         """Held messages back to ready: ``ids`` (see :data:`MISSING` for ``missing``), or every
         expired one, or every held one."""
         self._guard("requeue")
-        scan = self._scan(queue)
         gone: list[tuple[str, str]] = []
         if ids:
-            msgs, gone = self._pick(scan, ids, missing)
+            msgs, gone = self._pick(self._scan(queue), ids, missing)
         elif all_held or expired_only:
-            msgs = [m for m in scan.held_messages() if all_held or m.state == EXPIRED]
+            # the held ones only: a queue of 1M ready messages and a few expired ones is not
+            # made into 1M messages to requeue those few
+            msgs = [m for m in self.root.held_messages(queue) if all_held or m.state == EXPIRED]
         else:
+            self.root.require_queue(queue)
             raise OperationError("requeue what? give message ids, --expired or --all")
         if expired_only and ids:
             msgs = [m for m in msgs if m.state == EXPIRED]

@@ -245,3 +245,41 @@ def test_the_batch_restore_keeps_the_one_name_rules(tmp_path, monkeypatch, renam
     assert "hard links" in why[str(BASE + 2)]
     dones = [d for d, _t in ticks]
     assert dones == sorted(dones) and dones[-1] == n + 1 and {t for _d, t in ticks} == {n + 1}
+
+
+def _fields(msgs) -> list[tuple]:
+    return [tuple(getattr(m, f) for f in m.__slots__) for m in msgs]
+
+
+@pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
+def test_the_held_listing_is_the_collected_scans_held_messages(tmp_path, layout):
+    """A requeue by state lists the held messages only (collect="held"): the same messages,
+    fields and order as a full collected scan's held ones, with ready, writing and foreign
+    names around them."""
+    import time
+
+    now = time.time()
+    rnd = random.Random(3)
+    q = tmp_path / "q"
+    (q / "work").mkdir(parents=True) if layout == "ddmq" else q.mkdir()
+    if layout == "ddmq":
+        (q / "ddmq.yaml").write_text("message_timeout: 600\n")
+    for i in range(400):
+        mid = BASE + i
+        dl = int((now + rnd.choice([-1, 1]) * rnd.randint(1, 900)) * (1_000_000 if layout == "vsqs" else 1))
+        kind = rnd.choice(["ready", "held", "held", "writing"])
+        if layout == "vsqs":
+            name = {"ready": f"{mid}", "held": f"{mid}.{dl}", "writing": f"{mid}.new"}[kind]
+            (q / name).write_text("x")
+        else:
+            prio = rnd.choice(["0", "5", "10"])
+            qn = str(mid)[:10] + "123456"
+            if kind == "held":
+                (q / "work" / f"{dl}.{prio}.{qn}.ddmq{mid:x}").write_text("x")
+            else:
+                (q / f"{prio}.{qn}.ddmq{mid:x}").write_text("x")
+    (q / "not-a-message").write_text("x")
+    target = open_target(str(tmp_path))
+    full = target.scan_queue("q", collect=True).held_messages()
+    assert len(full) > 100
+    assert _fields(target.held_messages("q")) == _fields(full)

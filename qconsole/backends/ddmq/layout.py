@@ -237,7 +237,8 @@ def _scan_queue(
     forked process when ``beside`` (single-threaded callers only); ``stream=False`` holds
     whole listings. ``collect="columns"`` (the report's listing) fills ``messages`` with
     :class:`~qconsole.model.ListingColumns` instead: the same messages as columns, the ready
-    ones in no particular order (no sort, no object per message).
+    ones in no particular order (no sort, no object per message); ``collect="held"`` with
+    the in-flight and expired messages only.
     """
     now = time.time() if now is None else now
     scan = QueueScan(name=name, layout=DDMQ, scanned_at=now)
@@ -322,7 +323,8 @@ def _scan_queue(
     if collect == "columns":
         scan.messages = _columns(wgroups, hgroups, now)  # type: ignore[assignment]
     elif collect:
-        waiting = {g[2]: (f"{g[0]}.{g[1]}.ddmq{g[2]}", g[0], g[1]) for g in wgroups}
+        # collect="held" (a requeue by state): the in-flight and expired ones only
+        waiting = {g[2]: (f"{g[0]}.{g[1]}.ddmq{g[2]}", g[0], g[1]) for g in wgroups} if collect != "held" else {}
         held_msgs = {g[3]: (f"{g[0]}.{g[1]}.{g[2]}.ddmq{g[3]}", int(g[0]), g[1], g[2]) for g in hgroups}
         scan.messages = _messages(name, waiting, held_msgs, now)
     return scan

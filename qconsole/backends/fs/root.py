@@ -121,6 +121,11 @@ class FileBackend(Backend):
         self.require_queue(name)
         return self.module.scan_queue(self.path, name, now, collect=collect, check_types=check_types)
 
+    def held_messages(self, name: str) -> list[Message]:
+        # the layouts' collect="held": the ready names are counted, not made into messages
+        self.require_queue(name)
+        return self.module.scan_queue(self.path, name, collect="held").held_messages()
+
     def start_first_count(self, now: float | None = None) -> Any:
         from .first_count import FirstCount
 

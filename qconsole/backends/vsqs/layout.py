@@ -242,7 +242,8 @@ def scan_queue(
     its listing in chunks (:func:`_scan_streamed`), parsed in a forked process when
     ``beside`` (single-threaded callers only). ``collect="columns"`` (the report's listing)
     fills ``messages`` with :class:`~qconsole.model.ListingColumns`: the same messages, the
-    ready ones in no particular order (no sort, no object per message).
+    ready ones in no particular order (no sort, no object per message); ``collect="held"``
+    with the in-flight and expired messages only.
     """
     now = time.time() if now is None else now
     scan = QueueScan(name=name, layout=VSQS, scanned_at=now)
@@ -312,6 +313,8 @@ def scan_queue(
         held_seconds = dict(zip(held, _created(list(held.values()))))  # int(dl) / its unit
         if collect == "columns":
             scan.messages = _columns(ready, held, held_seconds, writing, now)  # type: ignore[assignment]
+        elif collect == "held":  # a requeue by state: the held ones only, in the same order
+            scan.messages = _messages(name, set(), held, held_seconds, set(), now)
         else:
             scan.messages = _messages(name, ready_set, held, held_seconds, writing, now)
     return scan
