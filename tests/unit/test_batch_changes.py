@@ -283,3 +283,47 @@ def test_the_held_listing_is_the_collected_scans_held_messages(tmp_path, layout)
     full = target.scan_queue("q", collect=True).held_messages()
     assert len(full) > 100
     assert _fields(target.held_messages("q")) == _fields(full)
+
+
+def test_a_signal_during_a_rename_still_leaves_the_file_in_the_manifest(tmp_path, monkeypatch):
+    """ctrl+c arriving during a rename is raised as the call returns, before the batch records
+    it: the manifest is then made from the trash's own listing, so it names every file."""
+    root = _vsqs_root(tmp_path, 50)
+    real, calls = os.rename, []
+
+    def rename_then_stop(src, dst, *a, **kw):
+        real(src, dst, *a, **kw)
+        calls.append(src)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "rename", rename_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        Operations(open_target(root), audit_log=str(tmp_path / "audit")).purge("q")
+    monkeypatch.setattr(os, "rename", real)
+    with safety.Confined(root) as c:
+        (batch,) = trash.batch_names(c)
+        doc = trash.read_manifest(c, batch)
+    held = set(os.listdir(os.path.join(trash.batch_dir(root, batch), trash.FILES, "q"))) - {"work"}
+    assert len(held) == 5
+    assert {item["relpath"] for item in doc["items"]} == held
+    assert {item["id"] for item in doc["items"]} == held
+
+
+def test_progress_goes_up_one_by_one_where_there_is_no_renameat2(tmp_path, monkeypatch):
+    """Without renameat2 every message takes the one-name path: the progress line still moves."""
+    monkeypatch.setattr(safety, "_RENAMEAT2", False)
+    n = 300
+    q = tmp_path / "root" / "q"
+    q.mkdir(parents=True)
+    for i in range(n):
+        (q / f"{BASE + i}.{PAST}").write_text("x")
+    ops = Operations(open_target(str(tmp_path / "root")), audit_log=str(tmp_path / "audit"))
+    for what in ("requeue", "restore"):
+        if what == "restore":
+            ops.root.progress = None
+            ops.purge("q")
+        ticks = []
+        ops.root.progress = lambda done, total: ticks.append(done)
+        ops.requeue("q", expired_only=True) if what == "requeue" else ops.trash_restore()
+        assert ticks == sorted(ticks) and ticks[-1] == n and len(set(ticks)) > n // 2, ticks[:5]

@@ -303,23 +303,18 @@ class FileBackend(Backend):
                     base += len(idx)
                     if filling:
                         pair = c.pair(src_dir, os.path.dirname(filling.path(msgs[idx[0]].relpath)))
-                        errs: list[int] = []
-                        try:
-                            pair.renames(batch, batch, tick, errs)
-                        finally:  # what the trash holds is recorded, even when interrupted
-                            for i, err in zip(idx, errs):
-                                if not err:
-                                    ok[i] = True
-                                    m = msgs[i]
-                                    items.append({"queue": queue, "relpath": m.relpath, "id": m.id})
-                        for i, err in zip(idx, errs):
-                            if err and self._trash_one(queue, pair, names[i]):
+                        for i, err in zip(idx, pair.renames(batch, batch, tick)):
+                            if not err or self._trash_one(queue, pair, names[i]):
                                 ok[i] = True
                                 items.append({"queue": queue, "relpath": msgs[i].relpath, "id": msgs[i].id})
                     else:
                         pair = c.pair(src_dir, src_dir)
                         for i, err in zip(idx, pair.unlinks(batch, tick)):
                             ok[i] = not err or pair.unlink(names[i])
+            except BaseException:
+                if filling:  # stopped or failed: the manifest names what the trash holds, by its listing
+                    items = filling.reconciled(items, {m.relpath: m.id for m in msgs})
+                raise
             finally:
                 # published under its name only now, complete; removed when nothing went in
                 done = filling.finish(items) if filling else None

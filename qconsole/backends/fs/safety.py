@@ -557,20 +557,18 @@ class DirPair:
     # at the first error that is not a race (ENOENT: gone meanwhile; EEXIST: taken
     # meanwhile), leaving the rest NOT_TRIED. The caller takes every nonzero one through the
     # one-name method, which knows the races, NFS retransmits and fallbacks, and raises.
-    # ``out``: an empty list the errnos are appended to as each call returns, for a caller
-    # that must know what was done when it is interrupted (a trash batch records what it holds).
 
     def renames_noreplace(self, names: list[str], new_names: list[str],
-                          tick: Callable[[int], None] | None = None, out: list[int] | None = None) -> list[int]:
+                          tick: Callable[[int], None] | None = None) -> list[int]:
         """:meth:`rename_noreplace` of each ``names[i]`` to ``new_names[i]``."""
         check_names(names)
         check_names(new_names)
         found = _renameat2()
         if found is None:
-            return _untried([] if out is None else out, len(names))
+            return _untried([], len(names))
         fn, get_errno = found
         enc, errs, sfd, dfd = _FS_ENCODING, _FS_ERRORS, self.sfd, self.dfd
-        out = [] if out is None else out
+        out: list[int] = []
         for name, new_name in zip(names, new_names):
             if tick is not None and not len(out) & 1023:
                 tick(len(out))
@@ -596,13 +594,13 @@ class DirPair:
         return out
 
     def renames(self, names: list[str], new_names: list[str],
-                tick: Callable[[int], None] | None = None, out: list[int] | None = None) -> list[int]:
+                tick: Callable[[int], None] | None = None) -> list[int]:
         """``os.rename`` of each ``names[i]`` to ``new_names[i]`` (a new name that exists is
         replaced: for a destination only this batch writes, like a fresh trash directory)."""
         check_names(names)
         check_names(new_names)
         rename, sfd, dfd = os.rename, self.sfd, self.dfd
-        out = [] if out is None else out
+        out: list[int] = []
         for name, new_name in zip(names, new_names):
             if tick is not None and not len(out) & 1023:
                 tick(len(out))
@@ -616,12 +614,11 @@ class DirPair:
             out.append(0)
         return _untried(out, len(names))
 
-    def unlinks(self, names: list[str], tick: Callable[[int], None] | None = None,
-                out: list[int] | None = None) -> list[int]:
+    def unlinks(self, names: list[str], tick: Callable[[int], None] | None = None) -> list[int]:
         """:meth:`unlink` of each name of the source directory."""
         check_names(names)
         unlink, sfd = os.unlink, self.sfd
-        out = [] if out is None else out
+        out: list[int] = []
         for name in names:
             if tick is not None and not len(out) & 1023:
                 tick(len(out))
@@ -670,6 +667,19 @@ class DirPair:
 NOT_TRIED = -1
 #: the errnos a batch goes on after: the name was taken or gone meanwhile (a race, not a fault)
 _RACES = frozenset({errno.ENOENT, errno.EEXIST})
+
+
+def rising(tick: Callable[[int], None] | None) -> Callable[[int], None]:
+    """``tick`` called only with counts that never go back (a batch counts attempts, its
+    one-by-one rest counts what is done: together they would step back)."""
+    last = -1
+
+    def up(done: int) -> None:
+        nonlocal last
+        if done > last and tick is not None:
+            last = done
+            tick(done)
+    return up
 
 
 def _untried(out: list[int], n: int) -> list[int]:

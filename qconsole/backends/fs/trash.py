@@ -76,6 +76,25 @@ class Filling:
     def path(self, relpath: str) -> str:
         return os.path.join(self.dir, FILES, self.queue, relpath)
 
+    def reconciled(self, items: list[dict[str, Any]], ids: dict[str, str]) -> list[dict[str, Any]]:
+        """``items`` and an item for every file the batch holds that none of them names, from
+        the batch's own listing (``ids``: relpath -> id of the messages being moved). For a
+        move stopped by ctrl+c: a signal that arrives during a rename is raised when it
+        returns, before the rename is recorded."""
+        named = {item["relpath"] for item in items}
+        out = list(items)
+        top = os.path.join(self.dir, FILES, self.queue)
+        for sub in ("", "work"):
+            try:
+                entries = self.c.entries(os.path.join(top, sub) if sub else top)
+            except (OSError, QConsoleError):
+                continue
+            for name, kind in entries:
+                rel = f"{sub}/{name}" if sub else name
+                if kind == "file" and rel not in named:
+                    out.append({"queue": self.queue, "relpath": rel, "id": ids.get(rel)})
+        return out
+
     def finish(self, items: list[dict[str, Any]]) -> str | None:
         """Write the manifest and publish the batch under its name; None (and nothing left
         behind) when nothing went into it."""
@@ -267,6 +286,7 @@ def _restore_group(c: safety.Confined, pair: safety.DirPair, qdir: str, queue: s
     not restored by this batch already) goes back in one no-replace batch of renames; the
     others, and any the batch did not move, one by one (:func:`_restore_one`)."""
     start = len(done) + len(skipped)  # progress counts names handled, of the whole restore
+    tick = safety.rising(tick)
     rels = [f"{sub}/{name}" for name in names] if sub else names
     targets = list(map(ready_target, rels))
     for rel, tm in zip(rels, targets):
@@ -291,8 +311,8 @@ def _restore_group(c: safety.Confined, pair: safety.DirPair, qdir: str, queue: s
         else:
             ids[mid] = [target]
             done.append(f"{queue}/{target}")
-    for j, (name, rel) in enumerate(slow):
-        tick(min(prior + len(fast) + j, start + len(names)))
+    for name, rel in slow:
+        tick(len(done) + len(skipped))
         reason = _restore_one(c, pair, qdir, queue, rel, name, ready_target, ids, done)
         if reason:
             skipped.append((rel, reason))

@@ -164,18 +164,21 @@ def requeue_many(c: safety.Confined, queue_dir: str, held: list[tuple[str, str]]
     names = c.listdir(queue_dir)
     heads = Counter(map(itemgetter(0), map(str.partition, names, repeat("."))))
     pair = c.pair(queue_dir, queue_dir)  # the queue directory opened once for every rename
-    one = [i for i, (mid, rel) in enumerate(held) if heads.get(mid) == 1 and "." in rel]
+    tick = safety.rising(tick)
+    one = [i for i, (mid, rel) in enumerate(held)
+           if heads.get(mid) == 1 and rel.partition(".")[0] == mid and "." in rel]
     errs = pair.renames_noreplace([held[i][1] for i in one], [held[i][0] for i in one], tick)
     reasons: list[str | None] = [None] * len(held)
     todo = set(range(len(held))).difference(one)
     todo.update(i for i, err in zip(one, errs) if err)
     if todo:
         live = live_names(c, queue_dir, {held[i][0] for i in todo}, names)
-        for i in sorted(todo):
+        moved = len(held) - len(todo)
+        for j, i in enumerate(sorted(todo)):
+            tick(moved + j)  # (no renameat2 here: every message comes this way)
             mid, rel = held[i]
             reasons[i] = requeue(c, queue_dir, mid, rel, live, pair)
-    if tick is not None:
-        tick(len(held))
+    tick(len(held))
     return reasons
 
 
