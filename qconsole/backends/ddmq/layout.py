@@ -238,7 +238,7 @@ def _scan_queue(
     whole listings. ``collect="columns"`` (the report's listing) fills ``messages`` with
     :class:`~qconsole.model.ListingColumns` instead: the same messages as columns, the ready
     ones in no particular order (no sort, no object per message); ``collect="held"`` with
-    the in-flight and expired messages only.
+    the in-flight and expired messages only, from work/ alone (the ready count is then 0).
     """
     now = time.time() if now is None else now
     scan = QueueScan(name=name, layout=DDMQ, scanned_at=now)
@@ -253,6 +253,8 @@ def _scan_queue(
         st = os.stat(qdir)  # the size picks streaming; the link count catches sub-directories besides work/
         if stream and st.st_size >= STREAM_BYTES:
             streamed = _stream(_summarize_waiting, qdir, typed or st.st_nlink != 3, beside)
+        elif collect == "held":
+            pass  # held messages are all in work/: the waiting ones are not listed (nor counted)
         elif typed:
             names, irregular = listing(qdir)
         else:
