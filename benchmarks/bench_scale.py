@@ -29,6 +29,8 @@ own comparable action on the same tree, messages per second:
   issue 13, and the bulk size);
 * VSQS ``requeue --expired`` vs the client's requeue pass (``Queue._get_oldest_message`` on a
   queue holding only expired messages);
+* ``requeue --expired`` of 1k expired messages in a queue of ``--mixed-ready`` waiting ones
+  (100k), both layouts, vs the same client calls (a requeue by state lists the held ones only);
 * ``purge --yes`` (to the trash, and ``--no-trash``) vs ddmq ``purge_queue`` / a VSQS
   listdir+unlink loop (vsqs 0.3 has no purge and its ``delete`` only works in-process);
 * ``move SRC DEST --all`` vs the clients' get/publish/remove loop;
@@ -617,6 +619,16 @@ def bench_bulk(args: argparse.Namespace) -> list[dict]:
         qc("requeue", "q", "--expired"),
         [sys.executable, "-c", CLIENT_VSQS_REQUEUE.format(qdir=os.path.join(root, "q"))], "vsqs requeue pass",
         check=lambda: left("vsqs", "q", n), env=env))
+    few, ready = 1000, args.mixed_ready
+    for layout, builder, client, label in (
+        ("ddmq", build_expired_ddmq, CLIENT_DDMQ_CLEAN.format(tests=TESTS, root=root), "ddmq clean()"),
+        ("vsqs", build_expired_vsqs, CLIENT_VSQS_REQUEUE.format(qdir=os.path.join(root, "q")), "vsqs requeue pass"),
+    ):
+        out.append(bulk_case(
+            f"{layout} requeue --expired, {ready // 1000}k ready", few, reps,
+            lambda b=builder: b(_fresh(base, "root"), few, ready=ready),
+            qc("requeue", "q", "--expired"), [sys.executable, "-c", client], label,
+            check=lambda lay=layout: left(lay, "q", few + ready), env=env))
     for layout, builder, client, label in (
         ("ddmq", build_expired_ddmq, CLIENT_DDMQ_PURGE.format(tests=TESTS, root=root), "ddmq purge_queue"),
         ("vsqs", build_expired_vsqs, CLIENT_VSQS_PURGE.format(qdir=os.path.join(root, "q")), "listdir+unlink"),
@@ -774,6 +786,8 @@ def main() -> None:
     ap.add_argument("--bulk", action="store_true", help="also time bulk operations against the clients'")
     ap.add_argument("--bulk-n", type=int, default=None, help="messages per bulk operation (100k; quick 5k)")
     ap.add_argument("--bulk-reps", type=int, default=3)
+    ap.add_argument("--mixed-ready", type=int, default=100_000,
+                    help="waiting messages beside the 1k expired ones of the mixed requeue case")
     ap.add_argument("--move-client-n", type=int, default=20_000,
                     help="move size (the VSQS client lists the destination per publish: O(n^2))")
     ap.add_argument("--delete-n", type=int, default=40_000,
@@ -804,6 +818,7 @@ def main() -> None:
         args.bulk_n = 5_000 if args.quick else 100_000
     if args.quick:
         args.move_client_n = min(args.move_client_n, 2_000)
+        args.mixed_ready = min(args.mixed_ready, 5_000)
     os.makedirs(args.cache, exist_ok=True)
     load = os.getloadavg()
     print(f"bench_scale: {os.cpu_count()} CPUs, load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
