@@ -471,6 +471,11 @@ CLIENT_VSQS_REQUEUE = (
     "q = Queue.__new__(Queue); q.path = {qdir!r}\n"
     "assert q._get_oldest_message(visibility_timeout=600) == (None, None)\n"
 )
+CLIENT_VSQS_REQUEUE_MIXED = (  # the same pass on a queue with ready messages: it also takes the oldest
+    "from vsqs.queue import Queue\n"
+    "q = Queue.__new__(Queue); q.path = {qdir!r}; q._mid_cache = {{}}\n"
+    "q._get_oldest_message(visibility_timeout=600)\n"
+)
 CLIENT_DDMQ_PURGE = (
     "import sys; sys.path.insert(0, {tests!r})\n"
     "from peers import ddmq_module\n"
@@ -622,7 +627,8 @@ def bench_bulk(args: argparse.Namespace) -> list[dict]:
     few, ready = 1000, args.mixed_ready
     for layout, builder, client, label in (
         ("ddmq", build_expired_ddmq, CLIENT_DDMQ_CLEAN.format(tests=TESTS, root=root), "ddmq clean()"),
-        ("vsqs", build_expired_vsqs, CLIENT_VSQS_REQUEUE.format(qdir=os.path.join(root, "q")), "vsqs requeue pass"),
+        ("vsqs", build_expired_vsqs, CLIENT_VSQS_REQUEUE_MIXED.format(qdir=os.path.join(root, "q")),
+         "vsqs requeue pass"),
     ):
         out.append(bulk_case(
             f"{layout} requeue --expired, {ready // 1000}k ready", few, reps,
