@@ -31,7 +31,7 @@ from ...errors import QConsoleError, QueueNameError, SettingsError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -597,40 +597,19 @@ class DirPair:
                 tick: Callable[[int], None] | None = None) -> list[int]:
         """``os.rename`` of each ``names[i]`` to ``new_names[i]`` (a new name that exists is
         replaced: for a destination only this batch writes, like a fresh trash directory)."""
+        from functools import partial  # (not at import: stats never needs it)
+
         check_names(names)
         check_names(new_names)
-        rename, sfd, dfd = os.rename, self.sfd, self.dfd
-        out: list[int] = []
-        for name, new_name in zip(names, new_names):
-            if tick is not None and not len(out) & 1023:
-                tick(len(out))
-            try:
-                rename(name, new_name, src_dir_fd=sfd, dst_dir_fd=dfd)
-            except OSError as err:
-                if err.errno not in _RACES:
-                    break
-                out.append(err.errno)
-                continue
-            out.append(0)
-        return _untried(out, len(names))
+        return _each(partial(os.rename, src_dir_fd=self.sfd, dst_dir_fd=self.dfd), zip(names, new_names),
+                     len(names), tick)
 
     def unlinks(self, names: list[str], tick: Callable[[int], None] | None = None) -> list[int]:
         """:meth:`unlink` of each name of the source directory."""
+        from functools import partial
+
         check_names(names)
-        unlink, sfd = os.unlink, self.sfd
-        out: list[int] = []
-        for name in names:
-            if tick is not None and not len(out) & 1023:
-                tick(len(out))
-            try:
-                unlink(name, dir_fd=sfd)
-            except OSError as err:
-                if err.errno not in _RACES:
-                    break
-                out.append(err.errno)
-                continue
-            out.append(0)
-        return _untried(out, len(names))
+        return _each(partial(os.unlink, dir_fd=self.sfd), zip(names), len(names), tick)
 
     def move_noclobber(self, name: str, new_name: str) -> bool:
         """:meth:`Confined.link_noclobber` between the two directories (link, then unlink:
@@ -680,6 +659,24 @@ def rising(tick: Callable[[int], None] | None) -> Callable[[int], None]:
             last = done
             tick(done)
     return up
+
+
+def _each(call: Callable[..., Any], argss: Iterable[tuple[str, ...]], n: int,
+          tick: Callable[[int], None] | None) -> list[int]:
+    """The loop of a batch method whose ``call`` raises OSError (see DirPair.renames)."""
+    out: list[int] = []
+    for args in argss:
+        if tick is not None and not len(out) & 1023:
+            tick(len(out))
+        try:
+            call(*args)
+        except OSError as err:
+            if err.errno not in _RACES:
+                break
+            out.append(err.errno)
+            continue
+        out.append(0)
+    return _untried(out, n)
 
 
 def _untried(out: list[int], n: int) -> list[int]:
