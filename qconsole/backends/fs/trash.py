@@ -1,5 +1,6 @@
 """The trash: ``<root>/.qconsole/trash/<batch>/`` on the root's file system, so every delete
-is one rename and every restore one link. Files keep their queue-relative path under
+is one rename and every restore one rename that never replaces (``renameat2``; a link and an
+unlink where there is none). Files keep their queue-relative path under
 ``files/<queue>/``, so a batch is restorable even when the manifest was never completed.
 
 Everything here is untrusted input (anyone who can write the root can plant a batch), so:
