@@ -325,8 +325,7 @@ def _scan_queue(
     if collect == "columns":
         scan.messages = _columns(wgroups, hgroups, now)  # type: ignore[assignment]
     elif collect:
-        # collect="held" (a requeue by state): the in-flight and expired ones only
-        waiting = {g[2]: (f"{g[0]}.{g[1]}.ddmq{g[2]}", g[0], g[1]) for g in wgroups} if collect != "held" else {}
+        waiting = {g[2]: (f"{g[0]}.{g[1]}.ddmq{g[2]}", g[0], g[1]) for g in wgroups}  # (none when "held")
         held_msgs = {g[3]: (f"{g[0]}.{g[1]}.{g[2]}.ddmq{g[3]}", int(g[0]), g[1], g[2]) for g in hgroups}
         scan.messages = _messages(name, waiting, held_msgs, now)
     return scan

@@ -116,15 +116,14 @@ class FileBackend(Backend):
         return path
 
     def scan_queue(
-        self, name: str, now: float | None = None, *, collect: bool = False, check_types: bool = False
+        self, name: str, now: float | None = None, *, collect: bool | str = False, check_types: bool = False
     ) -> QueueScan:
         self.require_queue(name)
         return self.module.scan_queue(self.path, name, now, collect=collect, check_types=check_types)
 
     def held_messages(self, name: str) -> list[Message]:
-        # the layouts' collect="held": the ready names are counted, not made into messages
-        self.require_queue(name)
-        return self.module.scan_queue(self.path, name, collect="held").held_messages()
+        # the layouts' collect="held": the ready names are not made into messages
+        return self.scan_queue(name, collect="held").held_messages()
 
     def start_first_count(self, now: float | None = None) -> Any:
         from .first_count import FirstCount

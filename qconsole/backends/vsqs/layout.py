@@ -607,10 +607,10 @@ def _messages(
         Message, repeat(queue), repeat(VSQS), ready_ids, repeat(READY), ready_ids,
         repeat(None), repeat(None), _created(ready_ids),
     ))
-    # held ones by deadline: the expired (deadline <= now) come first in that order and are
-    # listed after the in-flight ones; built with map() too (a bulk requeue holds 100k of them)
-    # (by (deadline, id): ids in order, then a stable sort by deadline -- two sorts keyed in
-    # C, a third of one sort keyed by a Python lambda)
+    # held ones by (deadline, id): ids in order, then a stable sort by deadline (two sorts
+    # keyed in C, half the time of one keyed by a lambda). The expired (deadline <= now) come
+    # first in that order and are listed after the in-flight ones; built with map() too (a
+    # bulk requeue holds 100k of them).
     held_sorted = sorted(_numeric_order(held), key=held_seconds.__getitem__)
     # (float(now): an int's __ge__ answers NotImplemented to a float)
     n_late = sum(map(float(now).__ge__, map(held_seconds.__getitem__, held_sorted)))
