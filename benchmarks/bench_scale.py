@@ -38,7 +38,10 @@ own comparable action on the same tree, messages per second:
 * ``delete Q ID... --yes`` (trash and ``--no-trash``) vs a listdir+unlink loop, at most
   ``--delete-n`` ids (they go on the command line, which Linux caps at 2 MB);
 * ``delete Q - --yes`` and ``move Q DEST -`` with the bulk size's ids on stdin (one a line, as
-  ``ls --ids`` prints them) vs the listdir+unlink loop and qconsole's own ``move --all``.
+  ``ls --ids`` prints them) vs the listdir+unlink loop and qconsole's own ``move --all``; ddmq's
+  also vs the client's own delete (one ``get_message_list``, ``delete_message`` per id). vsqs
+  0.3's ``Queue.delete`` lists the whole queue per id outside the consuming process (O(n^2)),
+  so a bare loop is its only comparison at this size.
 
 With ``--baseline QCONSOLE`` each bulk round also times that qconsole (an older checkout's)
 on a fresh tree of its own: before/after figures from the same rounds.
@@ -510,6 +513,16 @@ CLIENT_VSQS_MOVE = (  # receive from src, publish into dest, delete: the client'
     "    dst.publish(data)\n"
     "    src.delete(mid)\n"
 )
+CLIENT_DDMQ_DELETE = (  # a ddmq user deleting messages by id: list once, delete_message() per match
+    "import os, sys; sys.path.insert(0, {tests!r})\n"
+    "from peers import ddmq_module\n"
+    "b = ddmq_module().broker({root!r})\n"
+    "ids = set(open({ids!r}).read().split())\n"
+    "w, k = b.get_message_list('q')\n"
+    "for name in w:\n"
+    "    if name.rpartition('.ddmq')[2] in ids:\n"
+    "        b.delete_message(os.path.join({root!r}, 'q', name))\n"
+)
 RENAME_LOOP = (
     "import os\n"
     "src, dst = {src!r}, {dst!r}\n"
@@ -663,6 +676,12 @@ def bench_bulk(args: argparse.Namespace) -> list[dict]:
             f"{layout} delete - (ids on stdin)", n, reps, with_ids(layout, builder, ("q",)),
             qc("delete", "q", "-", "--yes"), [sys.executable, "-c", UNLINK_LOOP.format(d=os.path.join(root, "q"))],
             "listdir+unlink", check=lambda lay=layout: left(lay, "q", 0), env=env, stdin=ids_file))
+        if layout == "ddmq":  # the client's own delete call (vsqs 0.3's lists the queue per id)
+            out.append(bulk_case(
+                "ddmq delete - vs delete_message()", n, reps, with_ids(layout, builder, ("q",)),
+                qc("delete", "q", "-", "--yes"),
+                [sys.executable, "-c", CLIENT_DDMQ_DELETE.format(tests=TESTS, root=root, ids=ids_file)],
+                "delete_message()", check=lambda: left("ddmq", "q", 0), env=env, stdin=ids_file))
         out.append(bulk_case(
             f"{layout} move - (ids on stdin)", n, reps, with_ids(layout, builder, ("q", "dest")),
             qc("move", "q", "dest", "-"), qc("move", "q", "dest", "--all"), "qconsole move --all",

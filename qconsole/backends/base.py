@@ -20,7 +20,7 @@ from ..errors import MessageNotFoundError, QConsoleError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Collection, Iterable, Sequence
     from typing import Any
 
     from ..columns import MessageColumns
@@ -214,6 +214,13 @@ class Backend:
         requeue by state picks from). A store that can list them without the ready ones
         (most of a queue) says so by overriding this."""
         return self.scan_queue(name, collect=True).held_messages()
+
+    def requeue_held(self, queue: str, states: Collection[str]) -> list[tuple[str, str | None]]:
+        """Every held message of ``queue`` whose state is one of ``states`` (in flight,
+        expired) made ready as :meth:`requeue` does: (id, None when done else the skip
+        reason) each. A store that can pick them without an object per message overrides
+        this (a requeue by state of 100k held messages)."""
+        return self.requeue(queue, [m for m in self.held_messages(queue) if m.state in states])
 
     def start_first_count(self, now: float | None = None) -> Any:
         """Start counting the big queues in a forked process, for a console's first screen (an

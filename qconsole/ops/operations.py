@@ -81,10 +81,8 @@ class Operations:
         return self.root.scan_queue(queue, collect=True)
 
     def _tallied(self, action: str, queue: str | None, outcomes: list[tuple[str, str | None]]) -> OpResult:
-        result = OpResult(action, queue)
-        for mid, reason in outcomes:
-            self._tally(result, mid, reason)
-        return result
+        return OpResult(action, queue, done=[mid for mid, reason in outcomes if reason is None],
+                        skipped=[(mid, reason) for mid, reason in outcomes if reason is not None])
 
     def _pick(self, scan: QueueScan, ids: list[str], missing: str) -> tuple[list[Message], list[tuple[str, str]]]:
         """The messages ``ids`` name, each once, and the ids skipped as not in the queue. With
@@ -134,20 +132,20 @@ class Operations:
         """Held messages back to ready: ``ids`` (see :data:`MISSING` for ``missing``), or every
         expired one, or every held one."""
         self._guard("requeue")
-        gone: list[tuple[str, str]] = []
-        if ids:
-            msgs, gone = self._pick(self._scan(queue), ids, missing)
-        elif all_held or expired_only:
-            # the held ones only: a queue of 1M ready messages and a few expired ones is not
-            # made into 1M messages to requeue those few
-            msgs = [m for m in self.root.held_messages(queue) if all_held or m.state == EXPIRED]
-        else:
+        if not ids:
             self.root.require_queue(queue)
-            raise OperationError("requeue what? give message ids, --expired or --all")
-        if expired_only and ids:
+            if not (all_held or expired_only):
+                raise OperationError("requeue what? give message ids, --expired or --all")
+            # by state: the store picks the held ones (a queue of 1M ready messages and a few
+            # expired ones is not made into 1M messages to requeue those few)
+            states = frozenset((INFLIGHT, EXPIRED) if all_held else (EXPIRED,))
+            return self._run("requeue", queue,
+                             lambda: self._tallied("requeue", queue, self.root.requeue_held(queue, states)),
+                             selection="all" if all_held else "expired")
+        msgs, gone = self._pick(self._scan(queue), ids, missing)
+        if expired_only:
             msgs = [m for m in msgs if m.state == EXPIRED]
-        return self._run("requeue", queue, lambda: self._requeue(queue, msgs, gone),
-                         selection="ids" if ids else ("all" if all_held else "expired"))
+        return self._run("requeue", queue, lambda: self._requeue(queue, msgs, gone), selection="ids")
 
     def _requeue(self, queue: str, msgs: list[Message], gone: list[tuple[str, str]]) -> OpResult:
         skipped: list[tuple[str, str | None]] = [*gone]
@@ -160,13 +158,6 @@ class Operations:
             else:
                 held.append(msg)
         return self._tallied("requeue", queue, skipped + self.root.requeue(queue, held))
-
-    @staticmethod
-    def _tally(result: OpResult, mid: str, reason: str | None) -> None:
-        if reason is None:
-            result.done.append(mid)
-        else:
-            result.skipped.append((mid, reason))
 
     # ------------------------------------------------------------------ delete / purge
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import random
+import shutil
 
 import pytest
 
@@ -251,17 +252,15 @@ def _fields(msgs) -> list[tuple]:
     return [tuple(getattr(m, f) for f in m.__slots__) for m in msgs]
 
 
-@pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
-def test_the_held_listing_is_the_collected_scans_held_messages(tmp_path, layout):
-    """A requeue by state lists the held messages only (collect="held"): the same messages,
-    fields and order as a full collected scan's held ones, with ready, writing and foreign
-    names around them."""
+def _mixed_queue(root, layout: str, seed: int = 3) -> None:
+    """Queue q of ``root``: 400 messages, ready, held (half of them expired) and being written,
+    and a file that is no message."""
     import time
 
     now = time.time()
-    rnd = random.Random(3)
-    q = tmp_path / "q"
-    (q / "work").mkdir(parents=True) if layout == "ddmq" else q.mkdir()
+    rnd = random.Random(seed)
+    q = root / "q"
+    (q / "work").mkdir(parents=True) if layout == "ddmq" else q.mkdir(parents=True)
     if layout == "ddmq":
         (q / "ddmq.yaml").write_text("message_timeout: 600\n")
     for i in range(400):
@@ -279,10 +278,62 @@ def test_the_held_listing_is_the_collected_scans_held_messages(tmp_path, layout)
             else:
                 (q / f"{prio}.{qn}.ddmq{mid:x}").write_text("x")
     (q / "not-a-message").write_text("x")
+
+
+@pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
+def test_the_held_listing_is_the_collected_scans_held_messages(tmp_path, layout):
+    """A requeue by state lists the held messages only (collect="held"): the same messages,
+    fields and order as a full collected scan's held ones, with ready, writing and foreign
+    names around them."""
+    _mixed_queue(tmp_path, layout)
     target = open_target(str(tmp_path))
     full = target.scan_queue("q", collect=True).held_messages()
     assert len(full) > 100
     assert _fields(target.held_messages("q")) == _fields(full)
+
+
+@pytest.mark.parametrize("states", [{"expired"}, {"inflight", "expired"}])
+def test_the_vsqs_requeue_by_state_does_what_a_requeue_of_its_held_messages_does(tmp_path, monkeypatch, states):
+    """VSQS picks a requeue by state from columns (no Message per held message): the same
+    outcomes, in the same order, and the same queue after it as the generic way (the held
+    messages, then requeue); a link and a FIFO named like expired messages are left alone."""
+    from qconsole.backends.base import Backend
+    from qconsole.backends.vsqs import layout as vsqs_layout
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("not a message")
+    _mixed_queue(tmp_path / "lean", "vsqs")
+    shutil.copytree(tmp_path / "lean", tmp_path / "generic")  # the same deadlines on both sides
+    for side in ("lean", "generic"):
+        os.symlink(outside / "secret", tmp_path / side / "q" / f"{BASE + 990}.{PAST}")
+        os.mkfifo(tmp_path / side / "q" / f"{BASE + 991}.{PAST}")
+    generic = open_target(str(tmp_path / "generic"))
+    want = Backend.requeue_held(generic, "q", frozenset(states))
+
+    def no_message(*_a, **_kw):
+        raise AssertionError("a Message was built")
+
+    lean = open_target(str(tmp_path / "lean"))
+    monkeypatch.setattr(vsqs_layout, "Message", no_message)
+    got = lean.requeue_held("q", frozenset(states))
+    assert got == want
+    assert len(got) > 50 and all(why is None for _mid, why in got)
+    assert sorted(os.listdir(tmp_path / "lean" / "q")) == sorted(os.listdir(tmp_path / "generic" / "q"))
+    assert os.readlink(tmp_path / "lean" / "q" / f"{BASE + 990}.{PAST}") == str(outside / "secret")
+    assert (outside / "secret").read_text() == "not a message"
+
+
+def test_the_reports_columns_hold_the_collected_scans_messages(tmp_path):
+    """collect="columns" (the report's listing) builds its held part from the requeue's columns:
+    every message of a collected scan, field for field."""
+    _mixed_queue(tmp_path, "vsqs", seed=5)
+    target = open_target(str(tmp_path))
+    full = target.scan_queue("q", collect=True).messages
+    cols = target.scan_queue("q", collect="columns").messages
+    fields = ("id", "state", "relpath", "priority", "created_at", "deadline")
+    rows = sorted(zip(*(getattr(cols, f) for f in fields)))
+    assert rows == sorted(tuple(getattr(m, f) for f in fields) for m in full)
 
 
 def test_a_signal_during_a_rename_still_leaves_the_file_in_the_manifest(tmp_path, monkeypatch):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from itertools import compress
 
 from ..base import CREATE_QUEUE, WRITING, Option
+from ..fs.listing import gc_paused
 from ..fs.root import FileBackend
 from . import layout
 
@@ -12,7 +14,7 @@ WRITING_KIND = "writing"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
     from typing import Any
 
     from ...model import Message
@@ -49,16 +51,29 @@ class VsqsBackend(FileBackend):
         return done
 
     def requeue(self, queue: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
+        return self._requeue(queue, [m.id for m in msgs], [m.relpath for m in msgs])
+
+    def requeue_held(self, queue: str, states: Collection[str]) -> list[tuple[str, str | None]]:
+        # the held names as columns: no Message, no per-message Python (~0.3 s per 100k)
+        cols = self.scan_queue(queue, collect="held-columns").messages
+        ids, relpaths = cols.id, cols.relpath
+        if not set(cols.state).issubset(states):
+            picked = list(map(states.__contains__, cols.state))
+            ids, relpaths = list(compress(ids, picked)), list(compress(relpaths, picked))
+        return self._requeue(queue, ids, relpaths)
+
+    @gc_paused  # 100k (id, name) pairs and outcomes: dozens of collections that find nothing (~0.3 s)
+    def _requeue(self, queue: str, ids: list[str], relpaths: list[str]) -> list[tuple[str, str | None]]:
         from ..fs import safety
         from ..results import ALREADY_READY
         from . import writes
 
         qdir = self.require_queue(queue)
         with safety.Confined(self.path) as c:
-            reasons = writes.requeue_many(c, qdir, [(m.id, m.relpath) for m in msgs],
-                                          lambda done: self.tick(done, len(msgs)))
-        # someone requeued it first: it is ready, as asked
-        return [(m.id, None if why == ALREADY_READY else why) for m, why in zip(msgs, reasons)]
+            reasons = writes.requeue_many(c, qdir, list(zip(ids, relpaths)), lambda done: self.tick(done, len(ids)))
+        if ALREADY_READY in reasons:  # someone requeued it first: it is ready, as asked
+            reasons = [None if why == ALREADY_READY else why for why in reasons]
+        return list(zip(ids, reasons))
 
     def move_placer(self, c: Any, dest: str, dest_dir: str) -> Any:
         from . import writes

@@ -243,7 +243,7 @@ def scan_queue(
     ``beside`` (single-threaded callers only). ``collect="columns"`` (the report's listing)
     fills ``messages`` with :class:`~qconsole.model.ListingColumns`: the same messages, the
     ready ones in no particular order (no sort, no object per message); ``collect="held"``
-    with the in-flight and expired messages only.
+    with the in-flight and expired messages only, ``"held-columns"`` those as columns.
     """
     now = time.time() if now is None else now
     scan = QueueScan(name=name, layout=VSQS, scanned_at=now)
@@ -313,8 +313,10 @@ def scan_queue(
         held_seconds = dict(zip(held, _created(list(held.values()))))  # int(dl) / its unit
         if collect == "columns":
             scan.messages = _columns(ready, held, held_seconds, writing, now)  # type: ignore[assignment]
-        elif collect == "held":  # a requeue by state: the held ones only, in the same order
+        elif collect == "held":  # the held ones only, in the same order
             scan.messages = _messages(name, set(), held, held_seconds, set(), now)
+        elif collect == "held-columns":  # a requeue by state: those as columns, no object each
+            scan.messages = _held_columns(held, held_seconds, now)  # type: ignore[assignment]
         else:
             scan.messages = _messages(name, ready_set, held, held_seconds, writing, now)
     return scan
@@ -327,14 +329,9 @@ def _columns(
     order with per-value work in C, then the few held and writing ones."""
     n = len(ready)
     cols = ListingColumns(list(ready), [READY] * n, list(ready), [None] * n, _created(ready), [None] * n)
-    for mid, dl in held.items():
-        secs = held_seconds[mid]
-        cols.id.append(mid)
-        cols.state.append(EXPIRED if secs <= now else INFLIGHT)
-        cols.relpath.append(f"{mid}.{dl}")
-        cols.priority.append(None)
-        cols.created_at.append(int(mid) / vsqs_divisor(mid))
-        cols.deadline.append(secs)
+    h = _held_columns(held, held_seconds, now)
+    for field in ListingColumns.__slots__:
+        getattr(cols, field).extend(getattr(h, field))
     for mid in writing:
         cols.id.append(mid)
         cols.state.append(WRITING)
@@ -592,6 +589,22 @@ def _created(ids: list[str]) -> list[float]:
     return [int(mid) / vsqs_divisor(mid) for mid in ids]
 
 
+def _held_columns(held: dict[str, str], held_seconds: dict[str, float], now: float) -> ListingColumns:
+    """The held messages (``held``: id -> deadline digits) as columns, in the order of a
+    listing: in flight, then expired, each by (deadline, id). Built by map() over columns: a
+    bulk requeue holds 100k of them."""
+    # ids in order, then a stable sort by deadline: two sorts keyed in C, half the time of
+    # one keyed by a lambda. The expired (deadline <= now) come first in that order.
+    ordered = sorted(_numeric_order(held), key=held_seconds.__getitem__)
+    # (float(now): an int's __ge__ answers NotImplemented to a float)
+    n_late = sum(map(float(now).__ge__, map(held_seconds.__getitem__, ordered)))
+    ids = ordered[n_late:] + ordered[:n_late]
+    n = len(ids)
+    relpaths = list(map(".".join, zip(ids, map(held.__getitem__, ids))))  # <id>.<deadline> as listed
+    return ListingColumns(ids, [INFLIGHT] * (n - n_late) + [EXPIRED] * n_late, relpaths, [None] * n,
+                          _created(ids), list(map(held_seconds.__getitem__, ids)))
+
+
 def _messages(
     queue: str,
     ready: set[str],
@@ -607,17 +620,9 @@ def _messages(
         Message, repeat(queue), repeat(VSQS), ready_ids, repeat(READY), ready_ids,
         repeat(None), repeat(None), _created(ready_ids),
     ))
-    # held ones by (deadline, id): ids in order, then a stable sort by deadline (two sorts
-    # keyed in C, half the time of one keyed by a lambda). The expired (deadline <= now) come
-    # first in that order and are listed after the in-flight ones; built with map() too (a
-    # bulk requeue holds 100k of them).
-    held_sorted = sorted(_numeric_order(held), key=held_seconds.__getitem__)
-    # (float(now): an int's __ge__ answers NotImplemented to a float)
-    n_late = sum(map(float(now).__ge__, map(held_seconds.__getitem__, held_sorted)))
-    for state, ids in ((INFLIGHT, held_sorted[n_late:]), (EXPIRED, held_sorted[:n_late])):
-        relpaths = map(".".join, zip(ids, map(held.__getitem__, ids)))  # <id>.<deadline> as listed
-        out += map(Message, repeat(queue), repeat(VSQS), ids, repeat(state), relpaths,
-                   repeat(None), repeat(None), _created(ids), map(held_seconds.__getitem__, ids))
+    h = _held_columns(held, held_seconds, now)
+    out += map(Message, repeat(queue), repeat(VSQS), h.id, h.state, h.relpath, h.priority, repeat(None),
+               h.created_at, h.deadline)
     for mid in sorted(writing, key=int):
         out.append(Message(queue, VSQS, mid, WRITING, f"{mid}.new", created_at=int(mid) / vsqs_divisor(mid)))
     return out

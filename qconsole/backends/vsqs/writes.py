@@ -158,19 +158,24 @@ def requeue_many(c: safety.Confined, queue_dir: str, held: list[tuple[str, str]]
     :func:`requeue` against that listing, as before.
     """
     from collections import Counter
-    from operator import itemgetter
+    from itertools import compress
+    from operator import contains, eq, itemgetter
 
     # how many names each id has, counted in C (~0.1 s of Python per 100k names otherwise)
     names = c.listdir(queue_dir)
     heads = Counter(map(itemgetter(0), map(str.partition, names, repeat("."))))
     pair = c.pair(queue_dir, queue_dir)  # the queue directory opened once for every rename
     tick = safety.rising(tick)
-    one = [i for i, (mid, rel) in enumerate(held)
-           if heads.get(mid) == 1 and rel.partition(".")[0] == mid and "." in rel]
-    errs = pair.renames_noreplace([held[i][1] for i in one], [held[i][0] for i in one], tick)
+    # the ids under one name that is <id>.<something>: tested column-wise in C
+    mids, rels = map(list, zip(*held)) if held else ([], [])
+    one = list(compress(range(len(held)), map(
+        all, zip(map(eq, map(heads.get, mids), repeat(1)),  # (operator.eq: 1 .__eq__(None) is truthy)
+                 map(eq, mids, map(itemgetter(0), map(str.partition, rels, repeat(".")))),
+                 map(contains, rels, repeat("."))))))
+    errs = pair.renames_noreplace(list(map(rels.__getitem__, one)), list(map(mids.__getitem__, one)), tick)
     reasons: list[str | None] = [None] * len(held)
     todo = set(range(len(held))).difference(one)
-    todo.update(i for i, err in zip(one, errs) if err)
+    todo.update(compress(one, errs))  # a nonzero errno: the one-name way
     if todo:
         live = live_names(c, queue_dir, {held[i][0] for i in todo}, names)
         moved = len(held) - len(todo)
