@@ -324,6 +324,25 @@ def test_the_vsqs_requeue_by_state_does_what_a_requeue_of_its_held_messages_does
     assert (outside / "secret").read_text() == "not a message"
 
 
+def test_a_requeue_by_state_of_a_queue_that_cannot_be_listed_fails_in_words(tmp_path, monkeypatch):
+    """The held listing fails (permission denied; we run as root, so it is made to): the
+    requeue raises the OSError, which the CLI prints in one line, and the audit log says so."""
+    from qconsole.backends.vsqs import layout as vsqs_layout
+
+    root = _vsqs_root(tmp_path, 3)
+
+    def denied(path, *_a):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(vsqs_layout, "listing", denied)
+    monkeypatch.setattr(safety.Confined, "listdir", lambda self, path: denied(path))
+    audit = tmp_path / "audit"
+    with pytest.raises(PermissionError):
+        Operations(open_target(root, "vsqs"), audit_log=str(audit)).requeue("q", expired_only=True)
+    assert '"outcome": "error"' in audit.read_text()
+    assert sorted(os.listdir(os.path.join(root, "q"))) == [str(BASE + i) for i in range(3)]
+
+
 def test_the_reports_columns_hold_the_collected_scans_messages(tmp_path):
     """collect="columns" (the report's listing) builds its held part from the requeue's columns:
     every message of a collected scan, field for field."""

@@ -56,6 +56,8 @@ class VsqsBackend(FileBackend):
     def requeue_held(self, queue: str, states: Collection[str]) -> list[tuple[str, str | None]]:
         # the held names as columns: no Message, no per-message Python (~0.3 s per 100k)
         cols = self.scan_queue(queue, collect="held-columns").messages
+        if cols is None:  # the listing failed (its error line is in the scan): the generic
+            return super().requeue_held(queue, states)  # way meets the error and raises it
         ids, relpaths = cols.id, cols.relpath
         if not set(cols.state).issubset(states):
             picked = list(map(states.__contains__, cols.state))
