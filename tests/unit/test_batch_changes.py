@@ -122,7 +122,7 @@ def test_the_batch_requeue_treats_each_id_as_the_one_name_requeue_does(tmp_path)
     os.rename(q / f"{BASE + 4}.{PAST + 4}", q / f"{BASE + 4}")  # requeued by a consumer since the scan
     ticks = []
     with safety.Confined(str(tmp_path)) as c:
-        reasons = writes.requeue_many(c, str(q), held, ticks.append)
+        reasons = writes.requeue_many(c, str(q), [m for m, _ in held], [r for _, r in held], ticks.append)
     assert reasons[0] is None and reasons[5] is None
     assert "also live as" in reasons[1] and "also live as" in reasons[2]
     assert reasons[3] == CHANGED

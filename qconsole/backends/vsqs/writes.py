@@ -148,9 +148,10 @@ def live_names(c: safety.Confined, queue_dir: str, ids: set[str],
     return out
 
 
-def requeue_many(c: safety.Confined, queue_dir: str, held: list[tuple[str, str]],
+def requeue_many(c: safety.Confined, queue_dir: str, mids: list[str], rels: list[str],
                  tick: Callable[[int], None] | None = None) -> list[str | None]:
-    """:func:`requeue` of every ``(id, relpath)`` of a bulk requeue; the reasons, in order.
+    """:func:`requeue` of every id ``mids[i]`` held as ``rels[i]`` (a bulk requeue's columns);
+    the reasons, in order.
 
     One listing first: an id held under this one name (nearly all) goes back by one batch of
     no-replace renames, with no Python per message beyond the call. The others (an id under
@@ -166,24 +167,22 @@ def requeue_many(c: safety.Confined, queue_dir: str, held: list[tuple[str, str]]
     heads = Counter(map(itemgetter(0), map(str.partition, names, repeat("."))))
     pair = c.pair(queue_dir, queue_dir)  # the queue directory opened once for every rename
     tick = safety.rising(tick)
+    n = len(mids)
     # the ids under one name that is <id>.<something>: tested column-wise in C
-    mids, rels = map(list, zip(*held)) if held else ([], [])
-    one = list(compress(range(len(held)), map(
+    one = list(compress(range(n), map(
         all, zip(map(eq, map(heads.get, mids), repeat(1)),  # (operator.eq: 1 .__eq__(None) is truthy)
                  map(eq, mids, map(itemgetter(0), map(str.partition, rels, repeat(".")))),
                  map(contains, rels, repeat("."))))))
     errs = pair.renames_noreplace(list(map(rels.__getitem__, one)), list(map(mids.__getitem__, one)), tick)
-    reasons: list[str | None] = [None] * len(held)
-    todo = set(range(len(held))).difference(one)
+    reasons: list[str | None] = [None] * n
+    todo = set(range(n)).difference(one)
     todo.update(compress(one, errs))  # a nonzero errno: the one-name way
     if todo:
-        live = live_names(c, queue_dir, {held[i][0] for i in todo}, names)
-        moved = len(held) - len(todo)
+        live = live_names(c, queue_dir, set(map(mids.__getitem__, todo)), names)
         for j, i in enumerate(sorted(todo)):
-            tick(moved + j)  # (no renameat2 here: every message comes this way)
-            mid, rel = held[i]
-            reasons[i] = requeue(c, queue_dir, mid, rel, live, pair)
-    tick(len(held))
+            tick(n - len(todo) + j)  # (no renameat2 here: every message comes this way)
+            reasons[i] = requeue(c, queue_dir, mids[i], rels[i], live, pair)
+    tick(n)
     return reasons
 
 
