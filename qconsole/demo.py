@@ -87,10 +87,12 @@ class Simulation:
         self._spawn(self._janitor)
         return self
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = 5.0) -> None:
+        """End the threads, waiting at most ``wait_s`` in all (not per thread: there are ~20)."""
         self.stop_event.set()
+        deadline = time.monotonic() + wait_s
         for t in self.threads:
-            t.join(timeout=3)
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def _spawn(self, target: Any, *args: Any) -> None:
         t = threading.Thread(target=self._guard, args=(target, *args), daemon=True, name=f"demo-{target.__name__}")
@@ -178,6 +180,16 @@ def _say(line: str) -> None:
     sys.stderr.flush()
 
 
+def _remove_tree(path: str, tries: int = 5) -> None:
+    """Remove the demo's temp dir, again if something wrote into it meanwhile (a thread that
+    outlived its join on a loaded machine, a server's last log line)."""
+    for attempt in range(tries):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return
+        time.sleep(0.05 * (attempt + 1))
+
+
 @contextlib.contextmanager
 def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = None,
                  note: Any = _say) -> Iterator[tuple[list[str], Simulation]]:
@@ -195,16 +207,25 @@ def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = N
     sim: Simulation | None = None
     stops: list[Callable[[], None]] = []
 
+    cleaning = False
+
     def clean_up() -> None:
+        nonlocal cleaning
+        cleaning = True
         if sim is not None:
             sim.stop()
         while stops:
             with contextlib.suppress(Exception):
                 stops.pop()()
         if not directory and base is not None:
-            shutil.rmtree(base, ignore_errors=True)
+            _remove_tree(base)
 
     def on_signal(signum: int, _frame: object) -> None:
+        if cleaning:
+            # a second signal during the clean-up (closing the terminal hangs up the session
+            # again): a nested clean-up would remove the tree while the first still stops a
+            # server that writes there, and die before the first finished; let the first end
+            return
         clean_up()
         if signum == signal.SIGTERM:
             raise SystemExit(128 + signum)  # unwinds through the app, which restores the terminal

@@ -182,3 +182,52 @@ def test_readme_first_command_shows_all_three_kinds() -> None:
     intro = readme[:readme.index("```") + len(block) + 400]
     for word in ("VSQS", "ddmq", "RSMQ"):
         assert word in intro, word
+
+
+# A child that hangs itself up inside the demo session, and again while the clean-up stops the
+# server (as closing the terminal does after an SSH drop's SIGHUP): every removal of the demo's
+# tree is logged with whether the server still runs.
+DOUBLE_HANGUP = r"""
+import json, os, shutil, signal, sys, time
+import qconsole.backends.rsmq.demo as rdemo
+from qconsole.demo import demo_session
+
+log = open(sys.argv[1], "a", buffering=1)
+servers = []
+real_stop, real_rmtree = rdemo._stop, shutil.rmtree
+
+def stop(proc):
+    servers.append(proc)
+    os.kill(os.getpid(), signal.SIGHUP)  # the second hang-up, while the first clean-up runs
+    time.sleep(0.2)
+    real_stop(proc)
+
+def rmtree(path, *args, **kwargs):
+    log.write(json.dumps({"rm": path, "server_running": [p.poll() is None for p in servers]}) + "\n")
+    real_rmtree(path, *args, **kwargs)
+
+rdemo._stop = stop
+shutil.rmtree = rmtree
+with demo_session(kinds=("vsqs", "rsmq"), note=None) as (roots, sim):
+    log.write(json.dumps({"roots": roots}) + "\n")
+    os.kill(os.getpid(), signal.SIGHUP)
+    time.sleep(30)
+log.write(json.dumps({"survived": True}) + "\n")
+"""
+
+
+def test_a_second_hang_up_during_the_clean_up_does_not_remove_the_tree_under_a_running_server(
+        tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    out = subprocess.run([sys.executable, "-c", DOUBLE_HANGUP, str(log)], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert out.returncode == -signal.SIGHUP, out.stderr  # died of the hang-up, after cleaning
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    sock = events[0]["roots"][1][len("unix://"):]
+    removals = [e for e in events if "rm" in e]
+    assert removals, events
+    # one clean-up, run to its end: the tree goes only once the server is stopped
+    assert {e["rm"] for e in removals} == {os.path.dirname(os.path.dirname(sock))}
+    assert all(e["server_running"] == [False] for e in removals), removals
+    assert server_pids(sock) == []
+    assert [n for n in os.listdir(tmp_path) if n.startswith("qconsole-demo-")] == []
