@@ -25,9 +25,11 @@ deadline = st.integers(1_699_999_990, 1_700_000_010).map(str)
 #: near misses of a message name: each must send its queue the exact way (foreign there)
 NEAR = ["1..ddmqab", ".1.ddmqab", "1.2.ddmq", "1.2.ddmqa_b", "1.2.DDMQab", "\u0663.2.ddmqab", "1.2.ddmqab.x",
         "1" * 21 + ".2.ddmqab", "1.2.ddmq" + "a" * 65, "1.2.xddmqab", "+1.2.ddmqab", " 1.2.ddmqab",
-        "1.2.ddmqa\u00e9", "1.2.ddmqa b", "1.2", "1.2.3.ddmqab", "ddmq", "1.2.ddmq\u0663"]
+        "1.2.ddmqa\u00e9", "1.2.ddmqa b", "1.2", "1.2.3.ddmqab", "ddmq", "1.2.ddmq\u0663",
+        "1.2.ddmqab.3.4.ddmqcd"]  # (the last: two names' worth of fields in one name)
 WORK_NEAR = ["1.2.ddmqab", "1..2.ddmqab", "1700000000.1.2.ddmq", "1700000000.1.2.ddmqa-b", "+1.1.2.ddmqab",
-             "1700000000.1.2.3.ddmqab", "\u0663.1.2.ddmqab", "1700000000.1." + "2" * 21 + ".ddmqab"]
+             "1700000000.1.2.3.ddmqab", "\u0663.1.2.ddmqab", "1700000000.1." + "2" * 21 + ".ddmqab",
+             "1700000000.1.2.ddmqab.1700000000.1.2.ddmqcd"]
 TWISTS = ["", "ready-and-held", "ready-twice", "held-twice", "foreign", "glob-foreign", "temp", "example",
           "intermediate", "newline", "subdir-in-work", "subdir-in-queue", "no-work-files", "bad-work-name",
           "long-deadline"] + [f"near:{n}" for n in NEAR] + [f"wnear:{n}" for n in WORK_NEAR]
@@ -175,4 +177,4 @@ def test_a_root_of_many_queues_is_parsed_by_the_patterns_compiled_before_any_for
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "4"
+    assert out.stdout.strip() == "6"  # the per-name and whole-listing patterns
