@@ -170,7 +170,7 @@ def _no_prompt(question: str) -> None:
 def delete(queue: str, ids: list[str], yes: bool, no_trash: bool, root_opt: str | None, layout: str,
            read_only: bool, audit_log: str | None, confirm: Callable[[str], None] = _no_prompt) -> None:
     ops = open_ops(root_opt, layout, read_only, audit_log, refuse="delete")
-    ops.root.scan_queue(queue)  # unknown queue: say so before asking
+    ops.root.require_queue(queue)  # unknown queue: say so before asking (not a count of 100k)
     given = given_ids(ops, "delete", (queue,), ids, confirmed=yes)
     if given is None:
         return

@@ -64,6 +64,8 @@ def test_read_only_refuses_every_mutation(droot, cmd):
     (["requeue", "jobs", "nosuchid"], "no message"),
     (["requeue", "jobs"], "requeue what"),
     (["delete", "jobs", "nosuchid", "--yes"], "no message"),
+    (["delete", "nosuch", "x", "--yes"], "no queue"),
+    (["delete", "nosuch", "x"], "no queue"),  # said before asking for --yes
     (["move", "jobs", "jobs", "--all"], "same queue"),
     (["move", "jobs", "nosuch", "--all"], "no queue"),
     (["move", "jobs", "dlq"], "move what"),
