@@ -397,3 +397,13 @@ def test_progress_goes_up_one_by_one_where_there_is_no_renameat2(tmp_path, monke
         ops.root.progress = lambda done, total: ticks.append(done)
         ops.requeue("q", expired_only=True) if what == "requeue" else ops.trash_restore()
         assert ticks == sorted(ticks) and ticks[-1] == n and len(set(ticks)) > n // 2, ticks[:5]
+
+
+def test_batch_names_are_encoded_as_fsencode_encodes_each():
+    """The batch renames encode a batch's names in one go: byte for byte os.fsencode's."""
+    from qconsole.backends.fs.safety import _encoded
+
+    names = ["1700000000123", "caf\u00e9", "\udcff\udc80raw", "\u4e2d\u6587.1", "a b", "x" * 63, "\U0001f600"]
+    assert _encoded(names) == [os.fsencode(n) for n in names]
+    assert _encoded([]) == []
+    assert _encoded([""]) == [b""]
