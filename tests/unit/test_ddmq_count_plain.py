@@ -32,7 +32,11 @@ WORK_NEAR = ["1.2.ddmqab", "1..2.ddmqab", "1700000000.1.2.ddmq", "1700000000.1.2
              "1700000000.1.2.ddmqab.1700000000.1.2.ddmqcd"]
 TWISTS = ["", "ready-and-held", "ready-twice", "held-twice", "foreign", "glob-foreign", "temp", "example",
           "intermediate", "newline", "subdir-in-work", "subdir-in-queue", "no-work-files", "bad-work-name",
-          "long-deadline"] + [f"near:{n}" for n in NEAR] + [f"wnear:{n}" for n in WORK_NEAR]
+          "long-deadline", "dot-shift", "wdot-shift"] + [f"near:{n}" for n in NEAR] + [f"wnear:{n}" for n in WORK_NEAR]
+#: a name with a dot too many beside one with a dot too few: joined at a dot, in one order, they
+#: read as two good names (found by a hostile review of a parser that joined listings at dots)
+DOT_SHIFT = ["1.2.ddmqa.3", "4.ddmqb"]
+WORK_DOT_SHIFT = ["1700000000.1.2.ddmqa.9", "1.2.ddmqb"]
 
 
 #: twists that add one name to the queue directory, or to work/
@@ -66,6 +70,10 @@ def _make_queue(qdir: str, waiting: list[tuple[str, str, str]], held: list[tuple
         os.mkdir(os.path.join(qdir, "1.1.ddmqdir"))
     elif twist in WORK_EXTRA:
         wnames.append(WORK_EXTRA[twist])
+    elif twist == "dot-shift":
+        names.extend(DOT_SHIFT)
+    elif twist == "wdot-shift":
+        wnames.extend(WORK_DOT_SHIFT)
     elif twist.startswith("near:"):
         names.append(twist[5:])
     elif twist.startswith("wnear:"):
@@ -178,3 +186,15 @@ def test_a_root_of_many_queues_is_parsed_by_the_patterns_compiled_before_any_for
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "6"  # the per-name and whole-listing patterns
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_a_dot_too_many_beside_a_dot_too_few_is_never_two_good_names(order):
+    """In either listing order, in either directory, such a pair sends the queue the exact way."""
+    pair, wpair = (DOT_SHIFT, WORK_DOT_SHIFT) if order == 0 else (DOT_SHIFT[::-1], WORK_DOT_SHIFT[::-1])
+    good = ["9.17000000001234.ddmqaa"]
+    assert ddmq._regex_parse(good + pair, []) is None
+    assert ddmq._regex_parse(good, wpair) is None
+    assert ddmq._regex_parse(good, []) is not None
+    assert ddmq._count_plain("q", ["ddmq.yaml", "work", *good, *pair], [], NOW) is None
+    assert ddmq._count_plain("q", ["ddmq.yaml", "work", *good], wpair, NOW) is None

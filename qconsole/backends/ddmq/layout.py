@@ -144,14 +144,16 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.P
         _COMPILED.extend((re.compile(rf"{_N}\.{_N}\.ddmq{_U}"), re.compile(rf"{_D}\.{_N}\.{_N}\.ddmq{_U}"),
                           re.compile(rf"^{_N}\.{_N}\.ddmq{_U}$", re.MULTILINE),
                           re.compile(rf"^{_D}\.{_N}\.{_N}\.ddmq{_U}$", re.MULTILINE)))
-        # a whole listing of such names joined at dots, with no group: checked, not captured
+        # a whole listing of such names joined at "/" (in no file name), with no group: checked,
+        # not captured (joined at dots, a name with a dot too many beside one with a dot too
+        # few would read as two good names)
         waiting, work = (p.replace("(", "(?:") for p in (rf"{_N}\.{_N}\.ddmq{_U}", rf"{_D}\.{_N}\.{_N}\.ddmq{_U}"))
-        _COMPILED.extend((re.compile(rf"{waiting}(?:\.{waiting})*"), re.compile(rf"{work}(?:\.{work})*")))
+        _COMPILED.extend((re.compile(rf"{waiting}(?:/{waiting})*"), re.compile(rf"{work}(?:/{work})*")))
     return _COMPILED[0], _COMPILED[1], _COMPILED[2], _COMPILED[3]
 
 
 def _whole_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """(waiting names, work names) as whole listings joined at dots, for ``fullmatch``."""
+    """(waiting names, work names) as whole listings joined at ``/``, for ``fullmatch``."""
     _patterns()
     return _COMPILED[4], _COMPILED[5]
 
@@ -791,25 +793,22 @@ Parsed = tuple
 
 
 def _regex_parse(msgs: set[str], wnames: list[str]) -> Parsed | None:
-    """Each listing joined at dots is checked whole by a pattern (one ``fullmatch``, nothing
-    captured: less than half a ``findall`` that makes a tuple of strings per name), then cut
-    at the dots into columns. A name passes exactly when the exact path's pattern takes it
-    whole: no field holds a dot, so a listing of n names cuts into 3n fields (4n in work/)
-    only when none held a dot or a newline of its own. The ids keep their ``ddmq`` mark,
-    alike on both sides: they are only compared."""
+    """Each listing joined at ``/`` (which no file name holds: each name is one part) is
+    checked whole by a pattern (one ``fullmatch``, nothing captured: less than a ``findall``
+    that makes a tuple of strings per name), then cut at the separators and dots into columns.
+    A name passes exactly when the exact path's pattern takes it whole. The ids keep their
+    ``ddmq`` mark, alike on both sides: they are only compared."""
     waiting_all, work_all = _whole_patterns()
-    text = ".".join(msgs)
+    text = "/".join(msgs)
     if msgs and waiting_all.fullmatch(text) is None:
         return None  # a foreign name, a temp file
-    fields = text.split(".") if msgs else []
-    if len(fields) != 3 * len(msgs):
-        return None  # a name that was two names' worth of fields
-    wtext = ".".join(wnames)
+    fields = text.replace("/", ".").split(".") if msgs else []
+    wtext = "/".join(wnames)
     if wnames and work_all.fullmatch(wtext) is None:
         return None
-    wfields = wtext.split(".") if wnames else []
-    if len(wfields) != 4 * len(wnames):
-        return None
+    wfields = wtext.replace("/", ".").split(".") if wnames else []
+    if len(fields) != 3 * len(msgs) or len(wfields) != 4 * len(wnames):
+        return None  # (cannot be: each name matched with its own dots; kept as a guard)
     held = wfields[3::4]
     return fields[0::3], fields[1::3], fields[2::3], list(zip(wfields[0::4], wfields[1::4])), set(held)
 
