@@ -144,18 +144,7 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.P
         _COMPILED.extend((re.compile(rf"{_N}\.{_N}\.ddmq{_U}"), re.compile(rf"{_D}\.{_N}\.{_N}\.ddmq{_U}"),
                           re.compile(rf"^{_N}\.{_N}\.ddmq{_U}$", re.MULTILINE),
                           re.compile(rf"^{_D}\.{_N}\.{_N}\.ddmq{_U}$", re.MULTILINE)))
-        # a whole listing of such names joined at "/" (in no file name), with no group: checked,
-        # not captured (joined at dots, a name with a dot too many beside one with a dot too
-        # few would read as two good names)
-        waiting, work = (p.replace("(", "(?:") for p in (rf"{_N}\.{_N}\.ddmq{_U}", rf"{_D}\.{_N}\.{_N}\.ddmq{_U}"))
-        _COMPILED.extend((re.compile(rf"{waiting}(?:/{waiting})*"), re.compile(rf"{work}(?:/{work})*")))
     return _COMPILED[0], _COMPILED[1], _COMPILED[2], _COMPILED[3]
-
-
-def _whole_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """(waiting names, work names) as whole listings joined at ``/``, for ``fullmatch``."""
-    _patterns()
-    return _COMPILED[4], _COMPILED[5]
 
 
 def __getattr__(name: str) -> Any:
@@ -782,35 +771,26 @@ def _count_plain(name: str, names: list[str], wnames: list[str], now: float, *,
     if len(held) != len(hrows) or len(set(uids)) != len(uids) or not held.isdisjoint(uids):
         return None  # an id twice (a consume during the listing, a copy): the exact way keeps one
     scan = QueueScan(name, DDMQ, now)
-    held_by, nearest = _held_figures(hrows, now)  # (rows: deadline, priority first, as the groups)
+    held_by, nearest = _held_figures(hrows, now)  # (rows: deadline, priority, ... as the groups are)
     _fill(scan, _tally(list(prios)), len(uids), _oldest_qn(list(qns)), held_by, nearest)
     return scan
 
 
 #: what the plain-queue parsers give: priorities, queue numbers and ids of the waiting names,
-#: the work/ names' rows (each starting deadline, priority) and their set of ids
+#: the work/ names' rows (deadline, priority, queue number, ...) and their set of ids
 Parsed = tuple
 
 
 def _regex_parse(msgs: set[str], wnames: list[str]) -> Parsed | None:
-    """Each listing joined at ``/`` (which no file name holds: each name is one part) is
-    checked whole by a pattern (one ``fullmatch``, nothing captured: less than a ``findall``
-    that makes a tuple of strings per name), then cut at the separators and dots into columns.
-    A name passes exactly when the exact path's pattern takes it whole. The ids keep their
-    ``ddmq`` mark, alike on both sides: they are only compared."""
-    waiting_all, work_all = _whole_patterns()
-    text = "/".join(msgs)
-    if msgs and waiting_all.fullmatch(text) is None:
-        return None  # a foreign name, a temp file
-    fields = text.replace("/", ".").split(".") if msgs else []
-    wtext = "/".join(wnames)
-    if wnames and work_all.fullmatch(wtext) is None:
+    waiting_re, work_re, waiting_lines, work_lines = _patterns()
+    groups, rest = _bulk_parse(waiting_re, waiting_lines, list(msgs), NO_IRREGULAR)
+    if rest:
+        return None  # a foreign name, a temp file, a name holding a newline
+    hgroups, wrest = _bulk_parse(work_re, work_lines, wnames, NO_IRREGULAR)
+    if wrest:
         return None
-    wfields = wtext.replace("/", ".").split(".") if wnames else []
-    if len(fields) != 3 * len(msgs) or len(wfields) != 4 * len(wnames):
-        return None  # (cannot be: each name matched with its own dots; kept as a guard)
-    held = wfields[3::4]
-    return fields[0::3], fields[1::3], fields[2::3], list(zip(wfields[0::4], wfields[1::4])), set(held)
+    return (list(map(_FIRST, groups)), list(map(_SECOND, groups)), list(map(_THIRD, groups)), hgroups,
+            set(map(_FOURTH, hgroups)))
 
 
 def _split_parse(msgs: set[str], wnames: list[str]) -> Parsed | None:
