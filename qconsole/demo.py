@@ -207,30 +207,43 @@ def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = N
     sim: Simulation | None = None
     stops: list[Callable[[], None]] = []
 
-    cleaning = False
+    busy = False  # a clean-up is running
+    deferred: int | None = None  # a signal that came meanwhile
 
     def clean_up() -> None:
-        nonlocal cleaning
-        cleaning = True
-        if sim is not None:
-            sim.stop()
-        while stops:
-            with contextlib.suppress(Exception):
-                stops.pop()()
+        """Stop the simulation, then the servers, then remove the tree: each step whatever the
+        ones before met (an error, a handler raising in it), and idempotent."""
+        nonlocal busy
+        busy = True
+        failure: BaseException | None = None
+        steps: list[Callable[[], None]] = [sim.stop] if sim is not None else []
+        steps += reversed(stops)
+        stops.clear()
         if not directory and base is not None:
-            _remove_tree(base)
+            steps.append(functools.partial(_remove_tree, base))
+        for step in steps:
+            try:
+                step()
+            except BaseException as err:  # noqa: BLE001 (the tree still goes; raised after)
+                failure = failure or err
+        busy = False
+        if failure is not None and not isinstance(failure, Exception):
+            raise failure  # (an interrupt, an exit: after the clean-up, not instead of it)
 
     def on_signal(signum: int, _frame: object) -> None:
-        if cleaning:
+        nonlocal deferred
+        if busy:
             # a second signal during the clean-up (closing the terminal hangs up the session
             # again): a nested clean-up would remove the tree while the first still stops a
-            # server that writes there, and die before the first finished; let the first end
+            # server that writes there; it is acted on once the first has ended
+            deferred = deferred or signum
             return
         clean_up()
-        if signum == signal.SIGTERM:
+        hung_up, deferred = signal.SIGHUP in (signum, deferred), None  # (this handler acts on both)
+        if not hung_up:
             raise SystemExit(128 + signum)  # unwinds through the app, which restores the terminal
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)  # hung up: no terminal to restore; die of the signal as before
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGHUP)  # hung up: no terminal to restore; die of the signal as before
 
     previous = {}
     if threading.current_thread() is threading.main_thread():
@@ -243,6 +256,10 @@ def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = N
         sim = Simulation(*roots).start()
         yield roots, sim
     finally:
-        clean_up()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        try:
+            clean_up()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if deferred is not None:  # told to stop during the clean-up of a normal exit: stop as told
+                os.kill(os.getpid(), deferred)

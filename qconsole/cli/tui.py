@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Annotated, Any, Optional
 
 import typer
@@ -69,9 +71,10 @@ def open_(
     try:
         from qconsole.screens.app import QConsoleApp
 
-        QConsoleApp(handles, interval=interval, read_only=read_only, audit_log=audit_log,
-                    thresholds=Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired),
-                    poison_threshold=poison_threshold, first_counts=first).run()
+        with job_control_restored():
+            QConsoleApp(handles, interval=interval, read_only=read_only, audit_log=audit_log,
+                        thresholds=Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired),
+                        poison_threshold=poison_threshold, first_counts=first).run()
     finally:
         for f in first:
             if f is not None:
@@ -82,6 +85,23 @@ def _demo_thresholds() -> object:
     from ..output.nagios import Thresholds
 
     return Thresholds(warn_ready=50, crit_ready=200, warn_age=120, crit_age=600, warn_expired=1, crit_expired=10)
+
+
+@contextlib.contextmanager
+def job_control_restored() -> Iterator[None]:
+    """The SIGTSTP/SIGCONT handlers as they were before the app: Textual's driver installs its
+    own, which need its event loop, and leaves them. A SIGCONT after the app ended (closing the
+    terminal sends one after the SIGHUP) raised "no running event loop" in whatever ran then,
+    e.g. the demo's clean-up, which stopped half-way and left its directory."""
+    import signal
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTSTP, signal.SIGCONT)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:  # (None: set from C, not ours to put back)
+                signal.signal(sig, handler)
 
 
 @app.command()
@@ -103,6 +123,6 @@ def demo(
     from ..demo import demo_session
     from qconsole.screens.app import QConsoleApp
 
-    with demo_session(dir_) as (roots, _sim):
+    with demo_session(dir_) as (roots, _sim), job_control_restored():
         QConsoleApp([open_target(r) for r in roots], interval=interval, read_only=read_only,
                     thresholds=_demo_thresholds()).run()
