@@ -180,6 +180,10 @@ def _say(line: str) -> None:
     sys.stderr.flush()
 
 
+#: how long a session told to stop (SIGTERM) may take to unwind before it is ended outright
+_EXIT_GRACE_S = 10.0
+
+
 def _remove_tree(path: str, tries: int = 5) -> None:
     """Remove the demo's temp dir, again if something wrote into it meanwhile (a thread that
     outlived its join on a loaded machine, a server's last log line)."""
@@ -209,6 +213,7 @@ def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = N
 
     busy = False  # a clean-up is running
     deferred: int | None = None  # a signal that came meanwhile
+    told: int | None = None  # the SIGTERM this session was ended by
 
     def clean_up() -> None:
         """Stop the simulation, then the servers, then remove the tree: each step whatever the
@@ -226,12 +231,15 @@ def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = N
                 step()
             except BaseException as err:  # noqa: BLE001 (the tree still goes; raised after)
                 failure = failure or err
+        if failure is not None and not directory and base is not None:
+            with contextlib.suppress(BaseException):  # (an interrupt may have cut the removal short)
+                _remove_tree(base)
         busy = False
         if failure is not None and not isinstance(failure, Exception):
             raise failure  # (an interrupt, an exit: after the clean-up, not instead of it)
 
     def on_signal(signum: int, _frame: object) -> None:
-        nonlocal deferred
+        nonlocal deferred, told
         if busy:
             # a second signal during the clean-up (closing the terminal hangs up the session
             # again): a nested clean-up would remove the tree while the first still stops a
@@ -240,7 +248,15 @@ def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = N
             return
         clean_up()
         hung_up, deferred = signal.SIGHUP in (signum, deferred), None  # (this handler acts on both)
+        for sig in (signal.SIGTSTP, signal.SIGCONT):  # the app's, which need its loop: not while it ends
+            signal.signal(sig, signal.SIG_DFL)
         if not hung_up:
+            # an exit raised where Python drops it (a finalizer, a weakref callback: ~1 in 2,000
+            # here) would leave the app running over a removed tree: end it anyway, later
+            ender = threading.Timer(_EXIT_GRACE_S, os._exit, (128 + signum,))
+            ender.daemon = True  # (a process that does end is not kept waiting for it)
+            ender.start()
+            told = signum
             raise SystemExit(128 + signum)  # unwinds through the app, which restores the terminal
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGHUP)  # hung up: no terminal to restore; die of the signal as before
@@ -248,9 +264,17 @@ def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = N
     previous = {}
     if threading.current_thread() is threading.main_thread():
         # before the directory exists: a hang-up at any moment finds the handler in place
+        # (a signal ignored by whoever started us, as nohup does, stays ignored)
         for sig in (signal.SIGHUP, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, on_signal)
-    base = os.path.abspath(directory) if directory else tempfile.mkdtemp(prefix="qconsole-demo-")
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                previous[sig] = signal.signal(sig, on_signal)
+    # held back while the directory is made: one that came inside mkdtemp would find no base
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, previous) if previous else None
+    try:
+        base = os.path.abspath(directory) if directory else tempfile.mkdtemp(prefix="qconsole-demo-")
+    finally:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
     try:
         roots, _stops = make_roots(base, kinds, note, stops)
         sim = Simulation(*roots).start()
@@ -263,3 +287,5 @@ def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = N
                 signal.signal(sig, handler)
             if deferred is not None:  # told to stop during the clean-up of a normal exit: stop as told
                 os.kill(os.getpid(), deferred)
+        if told is not None:  # (the app may have swallowed the exit, raised in one of its tasks)
+            raise SystemExit(128 + told)

@@ -437,3 +437,53 @@ def test_demo_removes_its_roots_when_the_terminal_hangs_up(tmp_path: Any) -> Non
     finally:
         pass
     assert [n for n in os.listdir(tmp_path) if n.startswith("qconsole-demo-")] == []
+
+
+def test_demo_told_to_stop_while_suspended_exits_143_without_an_internal_error(tmp_path: Any) -> None:
+    """bash's `kill %1` on a suspended demo sends SIGTERM and SIGCONT together: Textual's SIGCONT
+    handler, left installed, raised "no running event loop" over the exit (status 70)."""
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["TMPDIR"] = str(tmp_path)
+        os.environ["TERM"] = "xterm"
+        os.environ["QCONSOLE_DEMO_REDIS"] = "off"
+        os.execv(sys.executable, [sys.executable, "-m", "qconsole", "demo"])
+    out = bytearray()
+
+    def pump(seconds: float) -> None:
+        end = time.time() + seconds
+        while time.time() < end:
+            if select.select([fd], [], [], 0.05)[0]:
+                try:
+                    out.extend(os.read(fd, 65536))
+                except OSError:
+                    return
+
+    status = None
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and b"Quit" not in out:
+            pump(0.2)
+        assert b"Quit" in out, "the demo did not start"
+        os.kill(pid, signal.SIGTSTP)
+        pump(1)
+        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGCONT)
+        deadline = time.time() + 90  # (closing a terminal that still holds output can wait 30 s)
+        while time.time() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            pump(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the demo did not end")
+    finally:
+        os.close(fd)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 143, status
+    assert b"internal error" not in out
+    assert [n for n in os.listdir(tmp_path) if n.startswith("qconsole-demo-")] == []

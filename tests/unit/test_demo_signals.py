@@ -49,7 +49,10 @@ def test_a_hang_up_during_the_clean_up_of_a_normal_exit_is_obeyed_once_the_tree_
 # session goes on (cleaned up); a second SIGTERM must still end it.
 LOST_EXIT = r"""
 import os, signal, sys, threading, time
+import qconsole.demo
 from qconsole.demo import demo_session
+
+qconsole.demo._EXIT_GRACE_S = float(sys.argv[1])
 
 class Slow:
     def __del__(self):
@@ -66,7 +69,7 @@ print("left the session", flush=True)
 
 
 def test_a_second_sigterm_ends_a_session_whose_first_exit_was_lost(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", LOST_EXIT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", LOST_EXIT, "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**ENV, "TMPDIR": str(tmp_path)})
     try:
         assert proc.stdout is not None
@@ -81,4 +84,68 @@ def test_a_second_sigterm_ends_a_session_whose_first_exit_was_lost(tmp_path: Pat
             proc.kill()
         proc.wait()
     assert proc.returncode == 128 + signal.SIGTERM, proc.stderr.read() if proc.stderr else ""
+    assert [n for n in os.listdir(tmp_path) if n.startswith("qconsole-demo-")] == []
+
+
+def test_a_session_whose_exit_was_lost_still_ends_on_its_own(tmp_path: Path) -> None:
+    """With no second signal: the first one's grace runs out and the process ends, status 143."""
+    started = time.time()
+    out = subprocess.run([sys.executable, "-c", LOST_EXIT, "1.5"], capture_output=True, text=True, timeout=60,
+                         env={**ENV, "TMPDIR": str(tmp_path)})
+    assert out.stdout.split("\n")[0] == "first exit lost"
+    assert out.returncode == 128 + signal.SIGTERM, out.stderr
+    assert time.time() - started < 30  # the session's own sleep is 60 s
+    assert [n for n in os.listdir(tmp_path) if n.startswith("qconsole-demo-")] == []
+
+
+def test_a_sigterm_ends_the_session_at_once_not_after_the_grace(tmp_path: Path) -> None:
+    """The fallback that ends a session whose exit was lost never holds up one that ends."""
+    code = ("import os, signal, time\nimport qconsole.demo\nfrom qconsole.demo import demo_session\n"
+            "qconsole.demo._EXIT_GRACE_S = 30.0\n"
+            "with demo_session(kinds=('vsqs',), note=None):\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n    time.sleep(60)\n")
+    started = time.time()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**ENV, "TMPDIR": str(tmp_path)})
+    assert out.returncode == 128 + signal.SIGTERM, out.stderr
+    assert time.time() - started < 20
+    assert [n for n in os.listdir(tmp_path) if n.startswith("qconsole-demo-")] == []
+
+
+# a hang-up that lands while the temp directory is being made (inside mkdtemp)
+HANGUP_IN_MKDTEMP = r"""
+import os, signal, tempfile
+from qconsole.demo import demo_session
+
+real = tempfile.mkdtemp
+
+def mkdtemp(*args, **kwargs):
+    path = real(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGHUP)  # the directory exists, its name is not returned yet
+    return path
+
+tempfile.mkdtemp = mkdtemp
+with demo_session(kinds=("vsqs",), note=None):
+    pass
+print("survived", flush=True)
+"""
+
+
+def test_a_hang_up_while_the_directory_is_made_still_removes_it(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-c", HANGUP_IN_MKDTEMP], capture_output=True, text=True, timeout=60,
+                         env={**ENV, "TMPDIR": str(tmp_path)})
+    assert out.returncode == -signal.SIGHUP, out.stderr
+    assert [n for n in os.listdir(tmp_path) if n.startswith("qconsole-demo-")] == []
+
+
+def test_a_hang_up_ignored_by_whoever_started_the_demo_stays_ignored(tmp_path: Path) -> None:
+    """As under nohup: the session goes on, and its normal end still removes its directory."""
+    code = ("import os, signal, time\nfrom qconsole.demo import demo_session\n"
+            "signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
+            "with demo_session(kinds=('vsqs',), note=None):\n"
+            "    os.kill(os.getpid(), signal.SIGHUP)\n    time.sleep(0.3)\n"
+            "print('survived', flush=True)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**ENV, "TMPDIR": str(tmp_path)})
+    assert out.returncode == 0 and out.stdout.strip() == "survived", out.stderr
     assert [n for n in os.listdir(tmp_path) if n.startswith("qconsole-demo-")] == []
