@@ -19,23 +19,24 @@ TOKENS = ["1", "2", "12", "a", "b", "work/a", "work/1", "1.5", "x/1"]
 
 
 def reference_pick(scan: QueueScan, ids: list, missing: str) -> tuple[list[Message], list[tuple[str, str]]]:
-    """The plain loop: each id looked up as find_message does (first message in scan order whose
-    id, relpath or name it is), each message once, unknown ids failing or skipped."""
-    msgs, skipped, seen = [], {}, set()
+    """Each id looked up as find_message does (the first message in scan order whose id,
+    relpath or name it is); an unknown one fails the pick or is skipped; each message once,
+    the first found for its id, in the order first asked for."""
+    found = []
     for ident in ids:
         try:
-            msg = find_message(scan, ident) if isinstance(ident, str) else None
+            found.append(find_message(scan, ident) if isinstance(ident, str) else None)
         except MessageNotFoundError:
-            msg = None
-        if msg is None:
-            if missing == "fail" or not isinstance(ident, str):
-                find_message(scan, ident)  # raises
-            skipped.setdefault(ident, (ident, NOT_IN_QUEUE))
-            continue
-        if msg.id not in seen:
-            seen.add(msg.id)
-            msgs.append(msg)
-    return msgs, list(skipped.values())
+            found.append(None)
+    for ident, msg in zip(ids, found):
+        if msg is None and (missing == "fail" or not isinstance(ident, str)):
+            find_message(scan, ident)  # raises, for the first such id
+    firsts: dict[str, Message] = {}
+    for msg in found:
+        if msg is not None:
+            firsts.setdefault(msg.id, msg)
+    unknown = dict.fromkeys(ident for ident, msg in zip(ids, found) if msg is None)
+    return list(firsts.values()), [(ident, NOT_IN_QUEUE) for ident in unknown]
 
 
 message = st.builds(
