@@ -225,15 +225,13 @@ def demo_session(directory: str | None = None, kinds: tuple[str, ...] | None = N
         steps += reversed(stops)
         stops.clear()
         if not directory and base is not None:
-            steps.append(functools.partial(_remove_tree, base))
+            # last, and twice: once more if an interrupt cut the first removal short
+            steps += [functools.partial(_remove_tree, base)] * 2
         for step in steps:
             try:
                 step()
             except BaseException as err:  # noqa: BLE001 (the tree still goes; raised after)
                 failure = failure or err
-        if failure is not None and not directory and base is not None:
-            with contextlib.suppress(BaseException):  # (an interrupt may have cut the removal short)
-                _remove_tree(base)
         busy = False
         if failure is not None and not isinstance(failure, Exception):
             raise failure  # (an interrupt, an exit: after the clean-up, not instead of it)
