@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from qconsole.backends import open_target
-from qconsole.backends.fs import safety, trash
+from qconsole.backends.fs import listing as listing_module, safety, trash
 from qconsole.backends.vsqs import writes
 from qconsole.errors import OperationError
 from qconsole.ops.operations import Operations
@@ -292,10 +292,26 @@ def test_the_held_listing_is_the_collected_scans_held_messages(tmp_path, layout)
     assert _fields(target.held_messages("q")) == _fields(full)
 
 
-@pytest.mark.parametrize("states", [{"expired"}, {"inflight", "expired"}])
-def test_the_vsqs_requeue_by_state_does_what_a_requeue_of_its_held_messages_does(tmp_path, monkeypatch, states):
-    """VSQS picks a requeue by state from columns (no Message per held message): the same
-    outcomes, in the same order, and the same queue after it as the generic way (the held
+def _held_only_queue(root) -> None:
+    """Queue q of ``root``: 300 held messages only (the odd ids expired; the listing a requeue
+    pass reads column-wise), one id held under two deadlines, one also ready."""
+    import time
+
+    now = time.time()
+    q = root / "q"
+    q.mkdir(parents=True)
+    for i in range(300):
+        (q / f"{BASE + i}.{int((now + (-600 if i % 2 else 600)) * 1_000_000)}").write_text("x")
+    (q / f"{BASE + 7}.{PAST}").write_text("x")  # id BASE+7 under two names
+    (q / f"{BASE + 9}").write_text("x")  # id BASE+9 held and ready
+
+
+@pytest.mark.parametrize("queue", [_mixed_queue, _held_only_queue])
+@pytest.mark.parametrize("states", [{"expired"}, {"inflight"}, {"inflight", "expired"}])
+def test_the_vsqs_requeue_by_state_does_what_a_requeue_of_its_held_messages_does(tmp_path, monkeypatch, states,
+                                                                                 queue):
+    """VSQS picks a requeue by state from one listing (no Message, no scan): the same
+    outcomes, in id order, and the same queue after it as the generic way (the held
     messages, then requeue); a link and a FIFO named like expired messages are left alone."""
     from qconsole.backends.base import Backend
     from qconsole.backends.vsqs import layout as vsqs_layout
@@ -303,7 +319,7 @@ def test_the_vsqs_requeue_by_state_does_what_a_requeue_of_its_held_messages_does
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret").write_text("not a message")
-    _mixed_queue(tmp_path / "lean", "vsqs")
+    queue(tmp_path / "lean", "vsqs") if queue is _mixed_queue else queue(tmp_path / "lean")
     shutil.copytree(tmp_path / "lean", tmp_path / "generic")  # the same deadlines on both sides
     for side in ("lean", "generic"):
         os.symlink(outside / "secret", tmp_path / side / "q" / f"{BASE + 990}.{PAST}")
@@ -317,8 +333,12 @@ def test_the_vsqs_requeue_by_state_does_what_a_requeue_of_its_held_messages_does
     lean = open_target(str(tmp_path / "lean"))
     monkeypatch.setattr(vsqs_layout, "Message", no_message)
     got = lean.requeue_held("q", frozenset(states))
-    assert got == want
-    assert len(got) > 50 and all(why is None for _mid, why in got)
+    assert sorted(got) == sorted(want)
+    assert [mid for mid, _why in got] == sorted((mid for mid, _why in got), key=int)
+    # skipped: BASE+7 (under two names) and BASE+9 (also ready), both expired
+    skipped = sorted(mid for mid, why in got if why is not None)
+    assert len(got) > 50 and skipped == ([str(BASE + 7), str(BASE + 9)] if queue is _held_only_queue and "expired"
+                                         in states else [])
     assert sorted(os.listdir(tmp_path / "lean" / "q")) == sorted(os.listdir(tmp_path / "generic" / "q"))
     assert os.readlink(tmp_path / "lean" / "q" / f"{BASE + 990}.{PAST}") == str(outside / "secret")
     assert (outside / "secret").read_text() == "not a message"
@@ -335,6 +355,7 @@ def test_a_requeue_by_state_of_a_queue_that_cannot_be_listed_fails_in_words(tmp_
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
 
     monkeypatch.setattr(vsqs_layout, "listing", denied)
+    monkeypatch.setattr(listing_module, "listing", denied)  # (what Confined.listing calls)
     monkeypatch.setattr(safety.Confined, "listdir", lambda self, path: denied(path))
     audit = tmp_path / "audit"
     with pytest.raises(PermissionError):

@@ -67,3 +67,31 @@ def test_count_many_takes_only_true_held_names_the_short_way(tmp_path):
     many = layout.count_many(str(tmp_path), names, now)
     for name, scan in zip(names, many):
         assert _fields(scan) == _fields(layout.scan_queue(str(tmp_path), name, now)), name
+
+
+held_like = st.one_of(  # mostly true held names (a requeue pass's listing), now and then not
+    st.builds(lambda a, b: f"{a}.{b}", st.integers(0, 10 ** MAX - 1), st.integers(0, 10 ** MAX - 1)),
+    st.builds(lambda a, b: f"{a}.{b}", st.integers(0, 99), st.integers(0, 99)),
+    names,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(held_like, min_size=layout._SPLIT_HELD + 1, max_size=200), st.data())
+def test_many_names_are_matched_exactly_as_the_pattern_matches_each(listing, data):
+    # more than _SPLIT_HELD names go column-wise first (_held_bulk), the pattern when any is odd
+    if data.draw(st.booleans()):  # all held: the column-wise way takes them all
+        listing = [n for n in listing if layout._held_re().fullmatch(n)] or ["1.2"]
+        listing += ["7.9"] * (layout._SPLIT_HELD + 1 - len(listing))
+    irregular = set(data.draw(st.lists(st.sampled_from(listing), max_size=3)))
+    full = layout._held_re().fullmatch
+    want_matched = [n for n in listing if full(n) and n not in irregular]
+    assert layout.held_split(listing, irregular) == ([full(n).groups() for n in want_matched], want_matched)
+
+
+def test_the_column_wise_way_refuses_what_the_pattern_refuses():
+    ok = [f"{i}.{i + 1}" for i in range(100)]
+    for odd in ("1.2.3", "\u0661.2", "1.", ".2", "12", "1.new", "3." + "9" * (MAX + 1), "9" * (MAX + 1) + ".3",
+                "1.2\n", "+1.2", "1.\u00b2"):
+        assert layout._held_bulk(ok + [odd]) is None, odd
+    assert layout._held_bulk(ok) == [(f"{i}", f"{i + 1}") for i in range(100)]

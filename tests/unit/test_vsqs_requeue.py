@@ -25,8 +25,10 @@ def test_bulk_requeue_lists_the_queue_once_and_skips_ids_live_elsewhere(tmp_path
     (q / f"{BASE + 1}").write_text("already ready under the same id")
     (q / f"{BASE + 2}.{PAST + 999}").write_text("the same id held twice")
     calls = []
-    real = safety.Confined.listdir
-    monkeypatch.setattr(safety.Confined, "listdir", lambda self, p: calls.append(p) or real(self, p))
+    for how in ("listdir", "listing"):  # either form of a listing through the root
+        real = getattr(safety.Confined, how)
+        monkeypatch.setattr(safety.Confined, how, lambda self, p, real=real: calls.append(p) or real(self, p))
+    monkeypatch.setattr("qconsole.backends.vsqs.layout.listing", None)  # and no scan's listing
     res = Operations(open_target(str(tmp_path)), audit_log=str(tmp_path / "audit")).requeue("q", expired_only=True)
     assert len(calls) == 1
     names = set(os.listdir(q))

@@ -283,6 +283,13 @@ class Confined:
     def listdir(self, path: str) -> list[str]:
         return os.listdir(self.dir(path))
 
+    def listing(self, path: str) -> tuple[list[str], set[str]]:
+        """:func:`.listing.listing` (the names, and those that are not regular files) of a
+        directory opened through the root."""
+        from .listing import listing
+
+        return listing(self.dir(path))
+
     def entries(self, path: str) -> list[tuple[str, str]]:
         """(name, kind) of a directory's entries, kind ``file``/``dir``/``link``/``other``; no link followed."""
         out = []

@@ -21,7 +21,7 @@ from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
     import re
-    from collections.abc import Iterable
+    from collections.abc import Collection, Iterable
 from ..fs.listing import (
     NO_IRREGULAR, QC_TEMP_PREFIX, STREAM_BYTES, ErrorList, all_ascii_digits, gc_paused, is_ascii_digits,
     list_entries, listing, listing_chunks, names_only, os_error_line,
@@ -103,6 +103,10 @@ def held_split(names: list[str], irregular: frozenset[str] | set[str]) -> tuple[
     MAX_DIGITS ASCII digits each: _HELD_PATTERN, matched whole) and not ``irregular``, and
     those names, in listing order (a name listed twice is there twice)."""
     if len(names) > _SPLIT_HELD:
+        regular = list(filterfalse(irregular.__contains__, names)) if irregular else names
+        bulk = _held_bulk(regular)
+        if bulk is not None:  # every name is <digits>.<digits> (the listing of a requeue pass)
+            return bulk, regular
         full = _held_re().fullmatch
         matches = list(filter(None, map(full, names)))
         if irregular and any(map(full, irregular)):
@@ -119,6 +123,22 @@ def held_split(names: list[str], irregular: frozenset[str] | set[str]) -> tuple[
     return pairs, matched
 _GROUPS = methodcaller("groups")
 _STRING = attrgetter("string")
+_HEAD, _TAIL = itemgetter(0), itemgetter(2)
+
+
+def _held_bulk(names: list[str]) -> list[tuple[str, str]] | None:
+    """``(id, deadline)`` of every name when all are ``<id>.<deadline>`` as _HELD_PATTERN
+    matches them whole (one dot, 1 to MAX_DIGITS ASCII digits each side), else None. Checked
+    column-wise in C: a third of the time of a match object per name."""
+    if not names:
+        return []
+    parts = list(map(str.partition, names, repeat(".")))
+    ids, dls = list(map(_HEAD, parts)), list(map(_TAIL, parts))
+    for col in (ids, dls):  # (a name without a dot has an empty deadline; one with two, a dot in it)
+        lens = list(map(len, col))
+        if min(lens) < 1 or max(lens) > MAX_DIGITS:
+            return None
+    return list(zip(ids, dls)) if all_ascii_digits("".join(ids) + "".join(dls)) else None
 
 
 def _held_counts(dls: list[str], now: float) -> tuple[int, int, float | None]:
@@ -243,7 +263,7 @@ def scan_queue(
     ``beside`` (single-threaded callers only). ``collect="columns"`` (the report's listing)
     fills ``messages`` with :class:`~qconsole.model.ListingColumns`: the same messages, the
     ready ones in no particular order (no sort, no object per message); ``collect="held"``
-    with the in-flight and expired messages only, ``"held-columns"`` those as columns.
+    with the in-flight and expired messages only.
     """
     now = time.time() if now is None else now
     scan = QueueScan(name=name, layout=VSQS, scanned_at=now)
@@ -315,8 +335,6 @@ def scan_queue(
             scan.messages = _columns(ready, held, held_seconds, writing, now)  # type: ignore[assignment]
         elif collect == "held":  # the held ones only, in the same order
             scan.messages = _messages(name, set(), held, held_seconds, set(), now)
-        elif collect == "held-columns":  # a requeue by state: those as columns, no object each
-            scan.messages = _held_columns(held, held_seconds, now)  # type: ignore[assignment]
         else:
             scan.messages = _messages(name, ready_set, held, held_seconds, writing, now)
     return scan
@@ -603,6 +621,26 @@ def _held_columns(held: dict[str, str], held_seconds: dict[str, float], now: flo
     relpaths = list(map(".".join, zip(ids, map(held.__getitem__, ids))))  # <id>.<deadline> as listed
     return ListingColumns(ids, [INFLIGHT] * (n - n_late) + [EXPIRED] * n_late, relpaths, [None] * n,
                           _created(ids), list(map(held_seconds.__getitem__, ids)))
+
+
+def held_by_state(names: list[str], irregular: frozenset[str] | set[str], now: float,
+                  states: Collection[str]) -> tuple[list[str], list[str]]:
+    """(ids, names) of the held messages of one listing whose state is in ``states`` (in flight,
+    expired), in id order: what a requeue by state takes. The scan's rules: held names as
+    :func:`held_split` matches them, not ``irregular`` (links, FIFOs), one name per id (the
+    last listed, as the scan keeps), expired once the deadline (s) is at most ``now``. All
+    column-wise: no per-message Python in a requeue pass of 100k."""
+    pairs, matched = held_split(list(compress(names, map(contains, names, repeat(".")))), irregular)
+    name_of = dict(zip(map(_HEAD, pairs), matched))
+    ids = _numeric_order(name_of)
+    rels = list(map(name_of.__getitem__, ids))
+    if INFLIGHT in states and EXPIRED in states:
+        return ids, rels
+    if INFLIGHT not in states and EXPIRED not in states:
+        return [], []
+    late = list(map(float(now).__ge__, _created(list(map(_TAIL, map(str.partition, rels, repeat(".")))))))
+    keep = late if EXPIRED in states else list(map(not_, late))
+    return list(compress(ids, keep)), list(compress(rels, keep))
 
 
 def _messages(

@@ -149,21 +149,23 @@ def live_names(c: safety.Confined, queue_dir: str, ids: set[str],
 
 
 def requeue_many(c: safety.Confined, queue_dir: str, mids: list[str], rels: list[str],
-                 tick: Callable[[int], None] | None = None) -> list[str | None]:
+                 tick: Callable[[int], None] | None = None, names: list[str] | None = None) -> list[str | None]:
     """:func:`requeue` of every id ``mids[i]`` held as ``rels[i]`` (a bulk requeue's columns);
     the reasons, in order.
 
-    One listing first: an id held under this one name (nearly all) goes back by one batch of
-    no-replace renames, with no Python per message beyond the call. The others (an id under
-    two names, a name gone or taken since the listing, no renameat2) go through
-    :func:`requeue` against that listing, as before.
+    One listing first (``names``: the one the caller picked the messages from, through ``c``):
+    an id held under this one name (nearly all) goes back by one batch of no-replace
+    renames, with no Python per message beyond the call. The others (an id under two names,
+    a name gone or taken since the listing, no renameat2) go through :func:`requeue` against
+    that listing, as before.
     """
     from collections import Counter
     from itertools import compress
     from operator import contains, eq, itemgetter
 
     # how many names each id has, counted in C (~0.1 s of Python per 100k names otherwise)
-    names = c.listdir(queue_dir)
+    if names is None:
+        names = c.listdir(queue_dir)
     heads = Counter(map(itemgetter(0), map(str.partition, names, repeat("."))))
     pair = c.pair(queue_dir, queue_dir)  # the queue directory opened once for every rename
     tick = safety.rising(tick)
