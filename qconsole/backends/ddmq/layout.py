@@ -157,6 +157,8 @@ def __getattr__(name: str) -> Any:
 _GROUPS = methodcaller("groups")
 _STRING = attrgetter("string")
 _FIRST, _SECOND, _THIRD, _FOURTH = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
+#: a waiting message's file name from its (priority, queue number, id), as waiting_name writes it
+_WAITING_NAME = "%s.%s.ddmq%s"
 _NO_NAMES: frozenset[str] = frozenset()
 
 
@@ -325,9 +327,8 @@ def _scan_queue(
     if collect == "columns":
         scan.messages = _columns(wgroups, hgroups, now)  # type: ignore[assignment]
     elif collect:
-        waiting = {g[2]: (f"{g[0]}.{g[1]}.ddmq{g[2]}", g[0], g[1]) for g in wgroups}  # (none when "held")
         held_msgs = {g[3]: (f"{g[0]}.{g[1]}.{g[2]}.ddmq{g[3]}", int(g[0]), g[1], g[2]) for g in hgroups}
-        scan.messages = _messages(name, waiting, held_msgs, now)
+        scan.messages = _messages(name, wgroups, held_msgs, now)  # (no waiting ones when "held")
     return scan
 
 
@@ -670,20 +671,21 @@ def _created_all(qns: list[str]) -> list[float | None]:
 
 def _messages(
     queue: str,
-    waiting: dict[str, tuple[str, str, str]],
+    wgroups: list[tuple[str, ...]],
     held: dict[str, tuple[str, int, str, str]],
     now: float,
 ) -> list[Message]:
-    # The real consumer: sorted(fnmatch.filter(listdir, '*.ddmq*')) -- plain text order.
-    # Each file name holds its uid, so names are distinct and sorting (name, prio, qn)
-    # tuples (no key function) is that order; then the Messages are built column-wise.
-    pairs = sorted(zip(waiting.values(), waiting))
-    fields = list(map(_FIRST, pairs))
-    prios = list(map(_SECOND, fields))
+    # The real consumer: sorted(fnmatch.filter(listdir, '*.ddmq*')) -- plain text order. The
+    # waiting ones (``wgroups``: (priority, queue number, id), one per id) are named again
+    # with % in C, sorted as (name, group) pairs (a str first: CPython's quick tuple sort;
+    # the names are distinct, as their ids are), then built column-wise.
+    rows = sorted(zip(map(_WAITING_NAME.__mod__, wgroups), wgroups))
+    groups = list(map(_SECOND, rows))
+    prios = list(map(_FIRST, groups))
     as_int = {p: int(p) for p in set(prios)}
     out: list[Message] = list(map(
-        Message, repeat(queue), repeat(DDMQ), map(_SECOND, pairs), repeat(READY), map(_FIRST, fields),
-        map(as_int.__getitem__, prios), prios, _created_all(list(map(_THIRD, fields))),
+        Message, repeat(queue), repeat(DDMQ), map(_THIRD, groups), repeat(READY), map(_FIRST, rows),
+        map(as_int.__getitem__, prios), prios, _created_all(list(map(_SECOND, groups))),
     ))
     held_sorted = sorted(held.items(), key=lambda kv: (kv[1][1], kv[1][0]))
     for want in (INFLIGHT, EXPIRED):

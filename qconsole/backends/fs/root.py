@@ -7,10 +7,16 @@ from __future__ import annotations
 import os
 import stat
 import time
+from itertools import repeat
+from operator import attrgetter, contains
 
 from ...errors import OperationError, QueueNameError, RootError, UnknownQueueError
 from ...model import QueueScan, RootScan
 from ..base import CHECK_TYPES, PARALLEL_SCAN, RECOVER, TRASH, Backend
+
+_ID, _RELPATH = attrgetter("id"), attrgetter("relpath")
+#: a trash manifest's item: the message's queue, relpath and id
+_ITEM_KEYS = ("queue", "relpath", "id")
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -281,12 +287,18 @@ class FileBackend(Backend):
             return [], None
         # per directory of the queue (the queue, work/): both directories opened once, and the
         # names renamed or unlinked in one batch (safety.DirPair.renames), not a call chain each
+        relpaths = list(map(_RELPATH, msgs))
         groups: dict[str | None, list[int]] = {}
-        names: list[str] = []
-        for i, m in enumerate(msgs):
-            head, sep, tail = m.relpath.partition("/")
-            groups.setdefault(head if sep else None, []).append(i)
-            names.append(tail if sep else head)
+        names: list[str] = relpaths
+        if any(map(contains, relpaths, repeat("/"))):  # some in work/ (ddmq)
+            names = []
+            for i, rel in enumerate(relpaths):
+                head, sep, tail = rel.partition("/")
+                groups.setdefault(head if sep else None, []).append(i)
+                names.append(tail if sep else head)
+        elif relpaths:
+            groups[None] = list(range(len(relpaths)))  # all in the queue directory itself
+        ids = list(map(_ID, msgs))
         ok = [False] * len(msgs)
         with safety.Confined(self.path) as c:
             filling = trash.Filling(c, action, queue, self.kind, user) if use_trash else None
@@ -301,24 +313,33 @@ class FileBackend(Backend):
                     tick = (lambda k, b=base: self.tick(b + k, len(msgs)))
                     base += len(idx)
                     if filling:
-                        pair = c.pair(src_dir, os.path.dirname(filling.path(msgs[idx[0]].relpath)))
-                        for i, err in zip(idx, pair.renames(batch, batch, tick)):
+                        pair = c.pair(src_dir, os.path.dirname(filling.path(relpaths[idx[0]])))
+                        errs = pair.renames(batch, batch, tick)
+                        if not any(errs):  # all moved (nearly always): the records built in C
+                            for i in idx:
+                                ok[i] = True
+                            items += map(dict, map(zip, repeat(_ITEM_KEYS), zip(
+                                repeat(queue), map(relpaths.__getitem__, idx), map(ids.__getitem__, idx))))
+                            continue
+                        for i, err in zip(idx, errs):
                             if not err or self._trash_one(queue, pair, names[i]):
                                 ok[i] = True
-                                items.append({"queue": queue, "relpath": msgs[i].relpath, "id": msgs[i].id})
+                                items.append({"queue": queue, "relpath": relpaths[i], "id": ids[i]})
                     else:
                         pair = c.pair(src_dir, src_dir)
                         for i, err in zip(idx, pair.unlinks(batch, tick)):
                             ok[i] = not err or pair.unlink(names[i])
             except BaseException:
                 if filling:  # stopped or failed: the manifest names what the trash holds, by its listing
-                    items = filling.reconciled(items, {m.relpath: m.id for m in msgs})
+                    items = filling.reconciled(items, dict(zip(relpaths, ids)))
                 raise
             finally:
                 # published under its name only now, complete; removed when nothing went in
                 done = filling.finish(items) if filling else None
         self.tick(len(msgs), len(msgs))
-        return [(m.id, None if k else CHANGED) for m, k in zip(msgs, ok)], done
+        if all(ok):
+            return list(zip(ids, repeat(None))), done
+        return [(mid, None if k else CHANGED) for mid, k in zip(ids, ok)], done
 
     @staticmethod
     def _trash_one(queue: str, pair: Any, name: str) -> bool:

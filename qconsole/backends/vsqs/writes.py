@@ -170,15 +170,21 @@ def requeue_many(c: safety.Confined, queue_dir: str, mids: list[str], rels: list
     pair = c.pair(queue_dir, queue_dir)  # the queue directory opened once for every rename
     tick = safety.rising(tick)
     n = len(mids)
-    # the ids under one name that is <id>.<something>: tested column-wise in C
-    one = list(compress(range(n), map(
-        all, zip(map(eq, map(heads.get, mids), repeat(1)),  # (operator.eq: 1 .__eq__(None) is truthy)
-                 map(eq, mids, map(itemgetter(0), map(str.partition, rels, repeat(".")))),
-                 map(contains, rels, repeat("."))))))
-    errs = pair.renames_noreplace(list(map(rels.__getitem__, one)), list(map(mids.__getitem__, one)), tick)
+    # the ids under one name that is <id>.<something>: tested column-wise in C; usually all of
+    # them (a requeue pass of a listing: three C-level passes, no index list)
+    heads_of_rels = list(map(itemgetter(0), map(str.partition, rels, repeat("."))))
+    once = list(map(eq, map(heads.get, mids), repeat(1)))  # (operator.eq: 1 .__eq__(None) is truthy)
+    if all(once) and heads_of_rels == mids and all(map(contains, rels, repeat("."))):
+        one: list[int] | range = range(n)
+        errs = pair.renames_noreplace(rels, mids, tick)
+        todo = set(compress(one, errs))  # a nonzero errno: the one-name way
+    else:
+        one = list(compress(range(n), map(all, zip(once, map(eq, mids, heads_of_rels),
+                                                   map(contains, rels, repeat("."))))))
+        errs = pair.renames_noreplace(list(map(rels.__getitem__, one)), list(map(mids.__getitem__, one)), tick)
+        todo = set(range(n)).difference(one)
+        todo.update(compress(one, errs))
     reasons: list[str | None] = [None] * n
-    todo = set(range(n)).difference(one)
-    todo.update(compress(one, errs))  # a nonzero errno: the one-name way
     if todo:
         live = live_names(c, queue_dir, set(map(mids.__getitem__, todo)), names)
         for j, i in enumerate(sorted(todo)):
