@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from itertools import chain, repeat
-from operator import attrgetter, is_not, itemgetter
+from itertools import repeat
+from operator import is_not, itemgetter
 from typing import Any
 
 from ..backends.base import DELETE_QUEUE, SETTINGS, Backend, Unsupported, find_message
@@ -30,7 +30,6 @@ PURGEABLE = (READY, INFLIGHT, EXPIRED, DELAYED)
 #: "skip" reports it as skipped and does the rest (a selection listed earlier, e.g. on stdin:
 #: on a live queue some of it is consumed before the change runs)
 MISSING = ("fail", "skip")
-_ID, _RELPATH = attrgetter("id"), attrgetter("relpath")
 
 
 class Operations:
@@ -96,14 +95,10 @@ class Operations:
         queue quadratic."""
         if missing not in MISSING:
             raise OperationError(f"missing= takes one of {', '.join(MISSING)}, not {missing!r}")
-        # each message under its id, relpath and name; the first match wins, as find_message's
-        # scan order: built backwards in C, so an earlier key overwrites a later one
-        scanned = list(scan.messages or ())
-        relpaths = list(map(_RELPATH, scanned))
-        keys = list(chain.from_iterable(zip(map(_ID, scanned), relpaths,
-                                            map(itemgetter(2), map(str.rpartition, relpaths, repeat("/"))))))
-        index: dict[str, Message] = dict(zip(reversed(keys), reversed(list(chain.from_iterable(
-            zip(scanned, scanned, scanned))))))
+        index: dict[str, Message] = {}
+        for m in scan.messages or ():  # first match wins, as find_message's scan order
+            for key in (m.id, m.relpath, m.name):
+                index.setdefault(key, m)
         msgs = []
         skipped: dict[str, tuple[str, str]] = {}
         seen = set()

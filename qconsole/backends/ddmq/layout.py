@@ -677,14 +677,16 @@ def _messages(
 ) -> list[Message]:
     # The real consumer: sorted(fnmatch.filter(listdir, '*.ddmq*')) -- plain text order. The
     # waiting ones (``wgroups``: (priority, queue number, id), one per id) are named again
-    # with % in C, sorted as (name, group) pairs (a str first: CPython's quick tuple sort;
-    # the names are distinct, as their ids are), then built column-wise.
-    rows = sorted(zip(map(_WAITING_NAME.__mod__, wgroups), wgroups))
-    groups = list(map(_SECOND, rows))
+    # with % in C and put in their names' order by a sort keyed in C (a third of the time
+    # of sorting (name, group) tuples); the names are distinct, as their ids are. Then the
+    # Messages are built column-wise.
+    names = list(map(_WAITING_NAME.__mod__, wgroups))
+    order = sorted(range(len(names)), key=names.__getitem__)
+    groups = list(map(wgroups.__getitem__, order))
     prios = list(map(_FIRST, groups))
     as_int = {p: int(p) for p in set(prios)}
     out: list[Message] = list(map(
-        Message, repeat(queue), repeat(DDMQ), map(_THIRD, groups), repeat(READY), map(_FIRST, rows),
+        Message, repeat(queue), repeat(DDMQ), map(_THIRD, groups), repeat(READY), map(names.__getitem__, order),
         map(as_int.__getitem__, prios), prios, _created_all(list(map(_SECOND, groups))),
     ))
     held_sorted = sorted(held.items(), key=lambda kv: (kv[1][1], kv[1][0]))
