@@ -111,7 +111,7 @@ def read_ids(stream: Any) -> list[str]:
     Up to BULK_STDIN bytes of plain ids (no CR, no NUL, UTF-8, short lines) are taken in a
     few C passes over the whole; anything else, line by line (:func:`_read_id_lines`, which
     says what is wrong and where)."""
-    head = stream.read(BULK_STDIN)
+    head = stream.read(BULK_STDIN) or b""  # (None: a non-blocking stdin with nothing yet, as before)
     if len(head) < BULK_STDIN and b"\0" not in head and b"\r" not in head:
         try:
             lines = head.decode("utf-8").split("\n")

@@ -52,3 +52,15 @@ def test_more_lines_than_allowed_are_refused(monkeypatch):
     with pytest.raises(cc.UsageError, match="more than 3 lines"):
         cc.read_ids(io.BytesIO(b"a\nb\nc\nd\n"))
     assert cc.read_ids(io.BytesIO(b"a\nb\nc\n")) == ["a", "b", "c"]
+
+
+def test_a_non_blocking_stdin_with_nothing_to_read_gives_no_ids():
+    import os
+
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    try:
+        with io.open(r, "rb") as stream:
+            assert cc.read_ids(stream) == []
+    finally:
+        os.close(w)
