@@ -72,8 +72,12 @@ def parse_work(name: str) -> tuple[str, str, str, str] | None:
     return dl, prio, qn, uid
 
 
+#: a waiting message's file name from its (priority, queue number, id)
+_WAITING_NAME = "%s.%s.ddmq%s"
+
+
 def waiting_name(priority: int | str, queue_number: str, uid: str) -> str:
-    return f"{priority}.{queue_number}.ddmq{uid}"
+    return _WAITING_NAME % (priority, queue_number, uid)
 
 
 def work_name(deadline: int, priority: int | str, queue_number: str, uid: str) -> str:
@@ -157,8 +161,6 @@ def __getattr__(name: str) -> Any:
 _GROUPS = methodcaller("groups")
 _STRING = attrgetter("string")
 _FIRST, _SECOND, _THIRD, _FOURTH = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
-#: a waiting message's file name from its (priority, queue number, id), as waiting_name writes it
-_WAITING_NAME = "%s.%s.ddmq%s"
 _NO_NAMES: frozenset[str] = frozenset()
 
 

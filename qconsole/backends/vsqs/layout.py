@@ -631,14 +631,14 @@ def held_by_state(names: list[str], irregular: frozenset[str] | set[str], now: f
     last listed, as the scan keeps), expired once the deadline (s) is at most ``now``. All
     column-wise: no per-message Python in a requeue pass of 100k."""
     pairs, matched = held_split(list(compress(names, map(contains, names, repeat(".")))), irregular)
-    name_of = dict(zip(map(_HEAD, pairs), matched))
+    name_of, deadline_of = dict(zip(map(_HEAD, pairs), matched)), dict(pairs)  # (the last listed, both)
     ids = _numeric_order(name_of)
     rels = list(map(name_of.__getitem__, ids))
     if INFLIGHT in states and EXPIRED in states:
         return ids, rels
     if INFLIGHT not in states and EXPIRED not in states:
         return [], []
-    late = list(map(float(now).__ge__, _created(list(map(_TAIL, map(str.partition, rels, repeat(".")))))))
+    late = list(map(float(now).__ge__, _created(list(map(deadline_of.__getitem__, ids)))))
     keep = late if EXPIRED in states else list(map(not_, late))
     return list(compress(ids, keep)), list(compress(rels, keep))
 

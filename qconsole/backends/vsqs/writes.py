@@ -177,13 +177,13 @@ def requeue_many(c: safety.Confined, queue_dir: str, mids: list[str], rels: list
     if all(once) and heads_of_rels == mids and all(map(contains, rels, repeat("."))):
         one: list[int] | range = range(n)
         errs = pair.renames_noreplace(rels, mids, tick)
-        todo = set(compress(one, errs))  # a nonzero errno: the one-name way
     else:
         one = list(compress(range(n), map(all, zip(once, map(eq, mids, heads_of_rels),
                                                    map(contains, rels, repeat("."))))))
         errs = pair.renames_noreplace(list(map(rels.__getitem__, one)), list(map(mids.__getitem__, one)), tick)
-        todo = set(range(n)).difference(one)
-        todo.update(compress(one, errs))
+    todo = set(compress(one, errs))  # a nonzero errno, or not in the batch: the one-name way
+    if len(one) != n:
+        todo.update(set(range(n)).difference(one))
     reasons: list[str | None] = [None] * n
     if todo:
         live = live_names(c, queue_dir, set(map(mids.__getitem__, todo)), names)
