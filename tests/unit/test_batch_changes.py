@@ -306,13 +306,28 @@ def _held_only_queue(root) -> None:
     (q / f"{BASE + 9}").write_text("x")  # id BASE+9 held and ready
 
 
-@pytest.mark.parametrize("queue", [_mixed_queue, _held_only_queue])
+def _plain_held_queue(root) -> None:
+    """Queue q of ``root``: 300 held messages only, each id once (the listing a requeue pass
+    usually reads: the short way, whose batch does not count the names again)."""
+    import time
+
+    now = time.time()
+    q = root / "q"
+    q.mkdir(parents=True)
+    for i in range(300):
+        (q / f"{BASE + i}.{int((now + (-600 if i % 3 else 600)) * 1_000_000)}").write_text("x")
+
+
+@pytest.mark.parametrize("queue", [_mixed_queue, _held_only_queue, _plain_held_queue])
 @pytest.mark.parametrize("states", [{"expired"}, {"inflight"}, {"inflight", "expired"}])
 def test_the_vsqs_requeue_by_state_does_what_a_requeue_of_its_held_messages_does(tmp_path, monkeypatch, states,
                                                                                  queue):
     """VSQS picks a requeue by state from one listing (no Message, no scan): the same
     outcomes, in id order, and the same queue after it as the generic way (the held
-    messages, then requeue); a link and a FIFO named like expired messages are left alone."""
+    messages, then requeue); a link and a FIFO named like expired messages are left alone.
+    The plain queue (no link there) takes the short way, with no count in the batch."""
+    from collections import Counter
+
     from qconsole.backends.base import Backend
     from qconsole.backends.vsqs import layout as vsqs_layout
 
@@ -321,17 +336,27 @@ def test_the_vsqs_requeue_by_state_does_what_a_requeue_of_its_held_messages_does
     (outside / "secret").write_text("not a message")
     queue(tmp_path / "lean", "vsqs") if queue is _mixed_queue else queue(tmp_path / "lean")
     shutil.copytree(tmp_path / "lean", tmp_path / "generic")  # the same deadlines on both sides
-    for side in ("lean", "generic"):
-        os.symlink(outside / "secret", tmp_path / side / "q" / f"{BASE + 990}.{PAST}")
-        os.mkfifo(tmp_path / side / "q" / f"{BASE + 991}.{PAST}")
+    plain = queue is _plain_held_queue
+    if not plain:
+        for side in ("lean", "generic"):
+            os.symlink(outside / "secret", tmp_path / side / "q" / f"{BASE + 990}.{PAST}")
+            os.mkfifo(tmp_path / side / "q" / f"{BASE + 991}.{PAST}")
     generic = open_target(str(tmp_path / "generic"))
     want = Backend.requeue_held(generic, "q", frozenset(states))
 
     def no_message(*_a, **_kw):
         raise AssertionError("a Message was built")
 
+    counted = []
+
+    class SpyCounter(Counter):
+        def __init__(self, *args, **kwargs):
+            counted.append(True)
+            super().__init__(*args, **kwargs)
+
     lean = open_target(str(tmp_path / "lean"))
     monkeypatch.setattr(vsqs_layout, "Message", no_message)
+    monkeypatch.setattr("collections.Counter", SpyCounter)
     got = lean.requeue_held("q", frozenset(states))
     assert sorted(got) == sorted(want)
     assert [mid for mid, _why in got] == sorted((mid for mid, _why in got), key=int)
@@ -340,7 +365,9 @@ def test_the_vsqs_requeue_by_state_does_what_a_requeue_of_its_held_messages_does
     assert len(got) > 50 and skipped == ([str(BASE + 7), str(BASE + 9)] if queue is _held_only_queue and "expired"
                                          in states else [])
     assert sorted(os.listdir(tmp_path / "lean" / "q")) == sorted(os.listdir(tmp_path / "generic" / "q"))
-    assert os.readlink(tmp_path / "lean" / "q" / f"{BASE + 990}.{PAST}") == str(outside / "secret")
+    assert bool(counted) is not plain  # the batch counted the names only where the listing was not plain
+    if not plain:
+        assert os.readlink(tmp_path / "lean" / "q" / f"{BASE + 990}.{PAST}") == str(outside / "secret")
     assert (outside / "secret").read_text() == "not a message"
 
 

@@ -64,8 +64,8 @@ class VsqsBackend(FileBackend):
         now = time.time()
         with safety.Confined(self.path) as c:
             names, irregular = c.listing(qdir)
-            ids, rels = layout.held_by_state(names, irregular, now, states)
-            reasons = writes.requeue_many(c, qdir, ids, rels, lambda done: self.tick(done, len(ids)), names)
+            ids, rels, sole = layout.held_by_state(names, irregular, now, states)
+            reasons = writes.requeue_many(c, qdir, ids, rels, lambda done: self.tick(done, len(ids)), names, sole)
         return self._outcomes(ids, reasons)
 
     @gc_paused

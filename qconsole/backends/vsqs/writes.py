@@ -149,7 +149,8 @@ def live_names(c: safety.Confined, queue_dir: str, ids: set[str],
 
 
 def requeue_many(c: safety.Confined, queue_dir: str, mids: list[str], rels: list[str],
-                 tick: Callable[[int], None] | None = None, names: list[str] | None = None) -> list[str | None]:
+                 tick: Callable[[int], None] | None = None, names: list[str] | None = None,
+                 sole: bool = False) -> list[str | None]:
     """:func:`requeue` of every id ``mids[i]`` held as ``rels[i]`` (a bulk requeue's columns);
     the reasons, in order.
 
@@ -157,30 +158,37 @@ def requeue_many(c: safety.Confined, queue_dir: str, mids: list[str], rels: list
     an id held under this one name (nearly all) goes back by one batch of no-replace
     renames, with no Python per message beyond the call. The others (an id under two names,
     a name gone or taken since the listing, no renameat2) go through :func:`requeue` against
-    that listing, as before.
+    that listing, as before. ``sole``: the caller found each ``rels[i]``, an ``<id>.<deadline>``
+    of ``mids[i]``, to be that id's only entry in ``names`` (:func:`.layout.held_by_state`), so
+    they are not counted again here.
     """
-    from collections import Counter
     from itertools import compress
     from operator import contains, eq, itemgetter
 
-    # how many names each id has, counted in C (~0.1 s of Python per 100k names otherwise)
     if names is None:
         names = c.listdir(queue_dir)
-    heads = Counter(map(itemgetter(0), map(str.partition, names, repeat("."))))
     pair = c.pair(queue_dir, queue_dir)  # the queue directory opened once for every rename
     tick = safety.rising(tick)
     n = len(mids)
-    # the ids under one name that is <id>.<something>: tested column-wise in C; usually all of
-    # them (a requeue pass of a listing: three C-level passes, no index list)
-    heads_of_rels = list(map(itemgetter(0), map(str.partition, rels, repeat("."))))
-    once = list(map(eq, map(heads.get, mids), repeat(1)))  # (operator.eq: 1 .__eq__(None) is truthy)
-    if all(once) and heads_of_rels == mids and all(map(contains, rels, repeat("."))):
-        one: list[int] | range = range(n)
+    one: list[int] | range = range(n)
+    if sole:
         errs = pair.renames_noreplace(rels, mids, tick)
     else:
-        one = list(compress(range(n), map(all, zip(once, map(eq, mids, heads_of_rels),
-                                                   map(contains, rels, repeat("."))))))
-        errs = pair.renames_noreplace(list(map(rels.__getitem__, one)), list(map(mids.__getitem__, one)), tick)
+        from collections import Counter
+
+        # how many names each id has, counted in C (~0.1 s of Python per 100k names otherwise)
+        heads = Counter(map(itemgetter(0), map(str.partition, names, repeat("."))))
+        # the ids under one name that is <id>.<something>: tested column-wise in C; usually all
+        # of them (a requeue pass of a listing: three C-level passes, no index list)
+        heads_of_rels = list(map(itemgetter(0), map(str.partition, rels, repeat("."))))
+        once = list(map(eq, map(heads.get, mids), repeat(1)))  # (operator.eq: 1 .__eq__(None) is truthy)
+        if all(once) and heads_of_rels == mids and all(map(contains, rels, repeat("."))):
+            errs = pair.renames_noreplace(rels, mids, tick)
+        else:
+            one = list(compress(range(n), map(all, zip(once, map(eq, mids, heads_of_rels),
+                                                       map(contains, rels, repeat("."))))))
+            errs = pair.renames_noreplace(list(map(rels.__getitem__, one)), list(map(mids.__getitem__, one)),
+                                          tick)
     todo = set(compress(one, errs))  # a nonzero errno, or not in the batch: the one-name way
     if len(one) != n:
         todo.update(set(range(n)).difference(one))
