@@ -112,3 +112,36 @@ def test_the_short_way_orders_by_id_whatever_the_listing_order():
     ids, rels, sole = layout.held_by_state(names, frozenset(), now, {"expired", "inflight"})
     assert sole and ids == [str(10**15 + i) for i in (1, 3, 5, 7, 9)]
     assert rels == [f"{mid}.{int((now - 60) * 1e6)}" for mid in ids]
+
+
+#: a now whose µs, truncated, equal the deadline below, while the deadline in float seconds is
+#: above now: the float rule called it in flight, the client's integer rule expired (found by review)
+EDGE_NOW = 1760189265.2314079
+EDGE_DL = str(int(EDGE_NOW * 1_000_000))
+
+
+def test_a_deadline_is_judged_in_its_own_unit_whatever_else_is_listed(tmp_path):
+    """The count (also a streamed count's chunk alone), the listed states and a requeue by state
+    give one answer for one deadline, beside a deadline of another unit or not."""
+    from qconsole.backends import open_target
+    from qconsole.states import EXPIRED
+
+    assert int(EDGE_DL) / 1_000_000 > EDGE_NOW  # (the case: floats disagree with the integers)
+    expired_id = str(10**15 + 1)
+    for others in ([], [f"{10**15 + 2}.{int(EDGE_NOW * 1000) + 5000}"]):  # beside a future ms deadline
+        names = [f"{expired_id}.{EDGE_DL}", *others]
+        assert layout.held_by_state(names, frozenset(), EDGE_NOW, {"expired"})[0] == [expired_id]
+        assert layout.held_by_state(names, frozenset(), EDGE_NOW, {"inflight"})[0] == [n[:16] for n in others]
+        dls = [n.partition(".")[2] for n in names]
+        assert layout._held_counts(dls, EDGE_NOW)[:2] == (len(others), 1)
+        assert layout._held_counts(dls[:1], EDGE_NOW)[:2] == (0, 1)
+        root = tmp_path / str(len(others))
+        (root / "q").mkdir(parents=True)
+        for name in names:
+            (root / "q" / name).write_text("x")
+        target = open_target(str(root))
+        scan = target.scan_queue("q", EDGE_NOW, collect=True)
+        assert scan.counts[EXPIRED] == 1
+        assert [m.id for m in scan.messages if m.state == EXPIRED] == [expired_id]
+        cols = target.list_messages("q", EDGE_NOW)  # the console's list
+        assert [m.id for m in cols if m.state == EXPIRED] == [expired_id]

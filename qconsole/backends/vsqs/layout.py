@@ -46,8 +46,10 @@ def parse_name(name: str) -> tuple[str, str, str | None] | None:
 
 
 def is_expired(deadline_digits: str, now: float) -> bool:
-    # vsqs requeues when deadline <= now (in its own unit)
-    return int(deadline_digits) / vsqs_divisor(deadline_digits) <= now
+    """vsqs requeues when deadline <= now, both whole numbers in the clock's unit (its micros()
+    against the name's): each deadline judged in its own unit, whatever else is listed, so the
+    count, the lists and a requeue by state agree to the unit."""
+    return int(deadline_digits) <= int(now * vsqs_divisor(deadline_digits))
 
 
 def list_queue_names(root: str) -> tuple[list[str], list[str]]:
@@ -158,9 +160,8 @@ def _now_digits(dls: list[str], now: float) -> str | None:
 
 
 def _late(dls: list[str], now: float) -> list[bool]:
-    """Whether each held deadline has passed: deadline <= now in the clock's unit, as the
-    client requeues and :func:`_held_counts` counts (int() truncates now, so a deadline equal
-    to it is below the exact now: passed too)."""
+    """:func:`is_expired` of each deadline (one compare of digit strings each when they share
+    now's width in their unit: the same answer)."""
     now_digits = _now_digits(dls, now)
     if now_digits is not None:
         return list(map(now_digits.__ge__, dls))
@@ -176,18 +177,18 @@ def _held_counts(dls: list[str], now: float) -> tuple[int, int, float | None]:
     if not dls:
         return 0, 0, None
     now_digits = _now_digits(dls, now)
-    if now_digits is not None:  # (the rule of _late: deadline <= now in the clock's unit is expired)
+    if now_digits is not None:  # (is_expired: deadline <= now in the clock's unit)
         future = list(filter(now_digits.__lt__, dls))
         nearest = int(min(future)) / vsqs_divisor(dls[0]) if future else None
         return len(future), len(dls) - len(future), nearest
     inflight = expired = 0
     nearest_s: float | None = None
     for dl in dls:
-        secs = int(dl) / vsqs_divisor(dl)
-        if secs <= now:
+        if is_expired(dl, now):
             expired += 1
         else:
             inflight += 1
+            secs = int(dl) / vsqs_divisor(dl)
             if nearest_s is None or secs < nearest_s:
                 nearest_s = secs
     return inflight, expired, nearest_s
@@ -634,9 +635,9 @@ def _held_columns(held: dict[str, str], held_seconds: dict[str, float], now: flo
     # ids in order, then a stable sort by deadline: two sorts keyed in C, half the time of
     # one keyed by a lambda. The expired (deadline <= now) come first in that order.
     ordered = sorted(_numeric_order(held), key=held_seconds.__getitem__)
-    # (float(now): an int's __ge__ answers NotImplemented to a float)
-    n_late = sum(map(float(now).__ge__, map(held_seconds.__getitem__, ordered)))
-    ids = ordered[n_late:] + ordered[:n_late]
+    late = _late(list(map(held.__getitem__, ordered)), now)
+    n_late = sum(late)
+    ids = list(compress(ordered, map(not_, late))) + list(compress(ordered, late))
     n = len(ids)
     relpaths = list(map(".".join, zip(ids, map(held.__getitem__, ids))))  # <id>.<deadline> as listed
     return ListingColumns(ids, [INFLIGHT] * (n - n_late) + [EXPIRED] * n_late, relpaths, [None] * n,
