@@ -145,3 +145,22 @@ def test_a_deadline_is_judged_in_its_own_unit_whatever_else_is_listed(tmp_path):
         assert [m.id for m in scan.messages if m.state == EXPIRED] == [expired_id]
         cols = target.list_messages("q", EDGE_NOW)  # the console's list
         assert [m.id for m in cols if m.state == EXPIRED] == [expired_id]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([10, 13, 16, 19]), st.integers(-3, 3)), max_size=40),
+       st.floats(1_700_000_000, 1_800_000_000))
+def test_in_flight_and_expired_split_by_the_rule_in_deadline_order(rows, now):
+    """``split_late`` (the lists' split) takes each held id by :func:`is_expired` and keeps the
+    deadline order within each part, also where nanosecond deadlines tie as floats."""
+    from qconsole.timeunits import vsqs_divisor
+
+    held = {}
+    for i, (width, off) in enumerate(rows):
+        div = vsqs_divisor("9" * width)
+        held[str(10**15 + i)] = str(int(now * div) + off).zfill(width)
+    seconds = {mid: int(dl) / vsqs_divisor(dl) for mid, dl in held.items()}
+    ordered = sorted(sorted(held, key=int), key=seconds.__getitem__)
+    live, late = layout.split_late(ordered, held, now)
+    assert late == [m for m in ordered if layout.is_expired(held[m], now)]
+    assert live == [m for m in ordered if not layout.is_expired(held[m], now)]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import time
 from bisect import bisect_left
-from itertools import compress, filterfalse, repeat
-from operator import and_, not_
+from itertools import filterfalse, repeat
+from operator import and_
 
 from ...columns import SHORT_COLUMN, STATE_CODE, MessageColumns, float_column
 from ...model import Message, QueueScan
@@ -21,7 +21,7 @@ from ..fs import sorted_names as sn
 from ..fs.listing import ErrorList, gc_paused, listing_chunks, os_error_line
 from ..fs.sorted_names import HASH_MASK, in_sorted as _in_sorted, lstat_irregular as _lstat_irregular
 from ..fs.sorted_names import merge2 as _merge2, pause as _yield, running_sums as _running
-from .layout import MAX_DIGITS, _ascii_digits, _held_counts, _late, held_split, sort_rest
+from .layout import MAX_DIGITS, _ascii_digits, _held_counts, held_split, sort_rest, split_late
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -123,9 +123,7 @@ def _build(queue: str, now: float, ready: list[str], acc: _Acc, *, partial: bool
 
     seconds = {mid: int(dl) / vsqs_divisor(dl) for mid, dl in held.items()}
     order = sorted(held, key=lambda mid: (seconds[mid], int(mid)))
-    is_late = _late([held[m] for m in order], now)  # (the count's rule, to the unit)
-    live = list(compress(order, map(not_, is_late)))
-    late = list(compress(order, is_late))
+    live, late = split_late(order, held, now)  # (the count's rule, to the unit)
     wids = sorted(writing, key=int)
     n_ready = len(ready)
     ids = ready  # every caller hands over a list of its own: extended in place, not copied

@@ -168,6 +168,17 @@ def _late(dls: list[str], now: float) -> list[bool]:
     return list(map(is_expired, dls, repeat(now)))
 
 
+def split_late(ordered: list[str], held: dict[str, str], now: float) -> tuple[list[str], list[str]]:
+    """(in flight, expired) of held ids (``held``: id -> deadline digits) listed in deadline
+    order, each part in that order (:func:`is_expired`). The expired ones nearly always lead
+    (one unit: the seconds sort as the whole numbers do): then two slices."""
+    late = _late(list(map(held.__getitem__, ordered)), now)
+    n_late = late.count(True)
+    if not any(late[n_late:]):
+        return ordered[n_late:], ordered[:n_late]
+    return list(compress(ordered, map(not_, late))), list(compress(ordered, late))
+
+
 def _held_counts(dls: list[str], now: float) -> tuple[int, int, float | None]:
     """(in flight, expired, nearest future deadline in s) of held messages' deadline digits.
 
@@ -633,11 +644,10 @@ def _held_columns(held: dict[str, str], held_seconds: dict[str, float], now: flo
     listing: in flight, then expired, each by (deadline, id). Built by map() over columns: a
     bulk requeue holds 100k of them."""
     # ids in order, then a stable sort by deadline: two sorts keyed in C, half the time of
-    # one keyed by a lambda. The expired (deadline <= now) come first in that order.
+    # one keyed by a lambda; the in-flight ones first, then the expired, each in that order
     ordered = sorted(_numeric_order(held), key=held_seconds.__getitem__)
-    late = _late(list(map(held.__getitem__, ordered)), now)
-    n_late = sum(late)
-    ids = list(compress(ordered, map(not_, late))) + list(compress(ordered, late))
+    live, late = split_late(ordered, held, now)
+    ids, n_late = live + late, len(late)
     n = len(ids)
     relpaths = list(map(".".join, zip(ids, map(held.__getitem__, ids))))  # <id>.<deadline> as listed
     return ListingColumns(ids, [INFLIGHT] * (n - n_late) + [EXPIRED] * n_late, relpaths, [None] * n,
