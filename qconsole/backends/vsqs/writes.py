@@ -170,25 +170,23 @@ def requeue_many(c: safety.Confined, queue_dir: str, mids: list[str], rels: list
     pair = c.pair(queue_dir, queue_dir)  # the queue directory opened once for every rename
     tick = safety.rising(tick)
     n = len(mids)
-    one: list[int] | range = range(n)
-    if sole:
-        errs = pair.renames_noreplace(rels, mids, tick)
-    else:
+    one: list[int] | range = range(n)  # the ids under one name that is <id>.<something>
+    if not sole:
         from collections import Counter
 
         # how many names each id has, counted in C (~0.1 s of Python per 100k names otherwise)
         heads = Counter(map(itemgetter(0), map(str.partition, names, repeat("."))))
-        # the ids under one name that is <id>.<something>: tested column-wise in C; usually all
-        # of them (a requeue pass of a listing: three C-level passes, no index list)
+        # tested column-wise in C; usually all of them (a requeue pass of a listing: three
+        # C-level passes, no index list)
         heads_of_rels = list(map(itemgetter(0), map(str.partition, rels, repeat("."))))
         once = list(map(eq, map(heads.get, mids), repeat(1)))  # (operator.eq: 1 .__eq__(None) is truthy)
-        if all(once) and heads_of_rels == mids and all(map(contains, rels, repeat("."))):
-            errs = pair.renames_noreplace(rels, mids, tick)
-        else:
+        if not (all(once) and heads_of_rels == mids and all(map(contains, rels, repeat(".")))):
             one = list(compress(range(n), map(all, zip(once, map(eq, mids, heads_of_rels),
                                                        map(contains, rels, repeat("."))))))
-            errs = pair.renames_noreplace(list(map(rels.__getitem__, one)), list(map(mids.__getitem__, one)),
-                                          tick)
+    if len(one) == n:
+        errs = pair.renames_noreplace(rels, mids, tick)
+    else:
+        errs = pair.renames_noreplace(list(map(rels.__getitem__, one)), list(map(mids.__getitem__, one)), tick)
     todo = set(compress(one, errs))  # a nonzero errno, or not in the batch: the one-name way
     if len(one) != n:
         todo.update(set(range(n)).difference(one))
