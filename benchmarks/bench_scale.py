@@ -48,7 +48,8 @@ on a fresh tree of its own: before/after figures from the same rounds.
 
 Trees are written with os.open/os.write (not the clients: far too slow at 1M) and cached
 under ``--cache`` (default /tmp/qc-scale) between runs; stats trees hold empty files (a
-scan never opens one). ``--quick`` shrinks every size for a smoke run.
+scan never opens one). Every bulk run starts from a tree written to disk (``os.sync`` after
+the build, both sides), as a live queue's messages are. ``--quick`` shrinks every size for a smoke run.
 
 ``--regular`` times a regular (non-editable) install of this checkout, built into a venv of its
 own, as an operator installs qconsole; ``--baseline-src DIR`` does the same for the baseline.
@@ -427,6 +428,15 @@ def _fresh(base: str, name: str) -> str:
     return path
 
 
+def _settle() -> None:
+    """Write the tree just built to disk before a timed run, as a live queue's messages are
+    (the kernel writes dirty data back within ~30 s). Unsettled, the build's writeback landed
+    in whichever run came next: the first fsync of a run (ext4 data=ordered) waited for the
+    whole tree's data, and an unlink of a file never written back frees no blocks, so
+    fsyncing and unlinking sides swung 2-5x with the order of the rounds."""
+    os.sync()
+
+
 def build_expired_ddmq(root: str, n: int, queues: tuple[str, ...] = ("q",), ready: int = 0) -> None:
     """ddmq root: ``n`` expired messages in q/work (requeue: true), ``ready`` waiting ones."""
     rnd = random.Random(3)
@@ -554,15 +564,18 @@ def bulk_case(label: str, n: int, reps: int, setup, ours: list[str], theirs: lis
     t_theirs: list[float] = []
     for _ in range(reps):
         setup()
+        _settle()
         t_ours.append(run(ours, env=env, stdin=stdin).secs)
         if check:
             check()
         if BASELINE and (stdin is None or _baseline_reads_ids()):
             setup()
+            _settle()
             t_base.append(run(_as_baseline(ours), env=env, stdin=stdin).secs)
             if check:
                 check()
         setup()
+        _settle()
         t_theirs.append(run(theirs, env=env).secs)
     a, b = _rate(n, t_ours), _rate(n, t_theirs)
     print(f"    {label:38} {n:>7,} msgs: qconsole {a:8,.0f}/s   {theirs_label} {b:8,.0f}/s   = {a / b:5.2f}x"
@@ -713,15 +726,18 @@ def _restore_case(base: str, root: str, layout: str, builder, n: int, reps: int,
     for _ in range(reps):
         builder(_fresh(base, "root"), n // 2, ready=n - n // 2)
         run(qc("purge", "q", "--yes"), env=env)
+        _settle()
         t_ours.append(run(qc("trash", "restore"), env=env).secs)
         if BASELINE:
             builder(_fresh(base, "root"), n // 2, ready=n - n // 2)
             run(qc("purge", "q", "--yes"), env=env)
+            _settle()
             t_base.append(run(_as_baseline(qc("trash", "restore")), env=env).secs)
         builder(_fresh(base, "root"), n // 2, ready=n - n // 2)
         src = os.path.join(root, "q")  # ddmq: the waiting files (work/ stays): a floor per file
         dst = os.path.join(root, "moved")
         os.mkdir(dst)
+        _settle()
         t_theirs.append(run([sys.executable, "-c", RENAME_LOOP.format(src=src, dst=dst)]).secs)
     a, b = _rate(n, t_ours), _rate(n - (n // 2 if layout == "ddmq" else 0), t_theirs)
     print(f"    {layout + ' trash restore':38} {n:>7,} msgs: qconsole {a:8,.0f}/s   bare rename loop {b:8,.0f}/s"
@@ -744,11 +760,13 @@ def _delete_case(base: str, root: str, layout: str, builder, n: int, reps: int, 
         for how in ("trash", "no-trash", *(("trash base", "no-trash base") if BASELINE else ())):
             builder(_fresh(base, "root"), 0, ready=n)
             ids = _ready_ids(layout, qdir)
+            _settle()
             extra = ["--no-trash"] if how.startswith("no-trash") else []
             argv = qc("delete", "q", *ids, "--yes", *extra)
             t[how].append(run(_as_baseline(argv) if how.endswith("base") else argv, env=env).secs)
             assert not [x for x in os.listdir(qdir) if x not in ("ddmq.yaml", "work")], "delete left messages"
         builder(_fresh(base, "root"), 0, ready=n)
+        _settle()
         t["client"].append(run([sys.executable, "-c", UNLINK_LOOP.format(d=qdir)]).secs)
     c = _rate(n, t["client"])
     rows = []
