@@ -163,6 +163,10 @@ class QConsoleApp(App[None]):
         root, batch, _queue, _what = self.undo_stack.pop()
         self.run_operation(root, "undo", lambda ops: ops.trash_restore(batch), after)
 
+    def forget_undo(self, root: Backend, batch: str) -> None:
+        """A batch restored another way (the trash screen): u no longer points at it."""
+        self.undo_stack[:] = [e for e in self.undo_stack if not (e[0] is root and e[1] == batch)]
+
     def say(self, text: str, severity: str = "information") -> None:
         """A notification of untrusted text: controls escaped, markup off; kept in the log."""
         self.notify(escape_controls(text, keep_newlines=False), severity=severity, markup=False)  # type: ignore[arg-type]

@@ -12,16 +12,19 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.keys import format_key
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-KEY_NAMES = {"question_mark": "?", "slash": "/", "space": "space", "escape": "esc", "less_than_sign": "<",
-             "greater_than_sign": ">"}
+#: spelled out where Textual's own display of a key is a symbol (``⏎``)
+KEY_NAMES = {"enter": "enter"}
 
 
 def key_name(key: str) -> str:
-    return ",".join(KEY_NAMES.get(k, k) for k in key.split(","))
+    """A binding's keys as the help shows them: Textual's display of each (``]``, not
+    ``right_square_bracket``)."""
+    return ",".join(KEY_NAMES.get(k) or format_key(k) for k in key.split(","))
 
 
 def keys_table(sections: Sequence[tuple[str, type]], read_only: bool = False) -> Table:

@@ -87,6 +87,8 @@ class PublishScreen(Screen[bool]):
         super().__init__()
         self.qroot = root
         self.queue = queue
+        #: a publish from this form is running (its worker outlives the form)
+        self.publishing = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -133,6 +135,9 @@ class PublishScreen(Screen[bool]):
         app = services(self)
         if app.refuse_if_read_only("publish"):
             return
+        if self.publishing:  # a second ctrl+s would publish the messages twice
+            app.say("this form's publish is still running", "warning")
+            return
         args = self.check()
         if args is None:
             return
@@ -144,9 +149,18 @@ class PublishScreen(Screen[bool]):
             return ops.publish(queue, [payload] * count, **args)
 
         def done(result: Any) -> None:
-            if result is not None:
-                self.dismiss(True)
+            self.publishing = False
+            # only while the form is on top: closed meanwhile (escape), dismissing would pop
+            # whatever screen is on top now; under another screen (help), it stays
+            if self.is_active:
+                if result is not None:
+                    self.dismiss(True)
+                else:
+                    self.check()
 
+        self.publishing = True
+        self.query_one("#perror", Static).update(
+            Text(f"publishing {count} message(s)… escape closes this form, the publish goes on", style="dim"))
         app.run_operation(self.qroot, "publish", publish, done)
 
     def action_cancel(self) -> None:

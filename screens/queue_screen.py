@@ -20,6 +20,7 @@ from qconsole.backends.base import REDELIVERY_COUNT, SETTINGS, TRASH, PRIORITIES
 from qconsole.columns import MessageColumns, release_memory
 from qconsole.errors import QConsoleError
 from qconsole.model import Message, QueueScan
+from qconsole.ops.operations import PURGEABLE
 from qconsole.output import humanize
 from qconsole.payload import BINARY, JSON, Payload
 from qconsole.safetext import escape_controls, safe_name
@@ -195,6 +196,7 @@ class QueueScreen(Screen[None]):
     def tick(self) -> None:
         """Once a second: redraw countdowns from the clock (no rescan)."""
         self.query_one(MessageList).refresh()
+        self.update_title()
         self.update_status()
 
     def update_header(self) -> None:
@@ -318,8 +320,13 @@ class QueueScreen(Screen[None]):
         shown = self.scan or self.counts
         if shown is not None:
             c = shown.counts
-            t.append(f"{SEP}ready {c.get(READY, 0)}{SEP}in-flight {c.get(INFLIGHT, 0)}{SEP}", "")
-            t.append(f"expired {c.get(EXPIRED, 0)}", "red" if c.get(EXPIRED) else "")
+            # in flight at the listing, past the deadline now: counted expired, as the rows show
+            # them (an unchanged directory is not listed again when a deadline passes)
+            late = self.listing.expired_since(self.qapp.clock()) \
+                if self.listing is not None and shown is self.listing.scan else 0
+            inflight, expired = c.get(INFLIGHT, 0) - late, c.get(EXPIRED, 0) + late
+            t.append(f"{SEP}ready {c.get(READY, 0)}{SEP}in-flight {inflight}{SEP}", "")
+            t.append(f"expired {expired}", "red" if expired else "")
             for state, n in c.items():  # writing, delayed, ...: whatever else the store has
                 if state not in (READY, INFLIGHT, EXPIRED, "foreign") and n:
                     t.append(SEP)
@@ -601,7 +608,7 @@ class QueueScreen(Screen[None]):
         q = self.queue
         shown = self.scan or self.counts
         c = shown.counts if shown is not None else {}
-        n = c.get(READY, 0) + c.get(INFLIGHT, 0) + c.get(EXPIRED, 0)
+        n = sum(c.get(state, 0) for state in PURGEABLE)  # what a purge takes (delayed ones too)
         where = ("They go to the trash (u undoes)." if self.qroot.can(TRASH) else "They are gone for good.")
 
         def answered(yes: bool | None) -> None:
@@ -630,6 +637,8 @@ class QueueScreen(Screen[None]):
         self.app.call_from_thread(self._pick_destination, ids, names)
 
     def _pick_destination(self, ids: list[str], names: list[str]) -> None:
+        if not self.is_active:  # m pressed twice, or another screen opened meanwhile: one dialog
+            return
         q = self.queue
 
         def picked(dest: str | None) -> None:

@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from qconsole.model import QueueScan
+from qconsole.output import humanize
 
 SPARK = "▁▂▃▄▅▆▇█"
 #: how many backlog samples the sparkline keeps
@@ -60,9 +61,11 @@ class QueueHistory:
         return sparkline(list(self.backlog), width)
 
 
-def rate_text(rate: float | None) -> str:
+def rate_text(rate: float | None, width: int | None = None) -> str:
+    """Messages a second: whole from 100, else one decimal; shortened (``12k``) to ``width``."""
     if rate is None:
         return "-"
-    if rate >= 100:
-        return f"{rate:.0f}"
-    return f"{rate:.1f}"
+    text = f"{rate:.0f}" if rate >= 100 else f"{rate:.1f}"
+    if width is not None and len(text) > width:
+        return humanize.fit(rate, width)
+    return text

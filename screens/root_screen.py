@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,7 +18,7 @@ from qconsole.errors import QConsoleError
 from qconsole.model import QueueScan
 from qconsole.output import humanize
 from qconsole.output.nagios import CRITICAL, OK, WARNING, Thresholds
-from qconsole.safetext import safe_name, safe_text
+from qconsole.safetext import safe_name
 from qconsole.states import EXPIRED, INFLIGHT, READY
 
 from .queue_screen import QueueScreen
@@ -36,8 +37,11 @@ RESCAN_MAX_S = 12.0
 #: a queue whose oldest message is this far in the future points at a producer's clock
 SKEW_S = 5.0
 
-#: the queue column: a mark ("!": errors or warnings) and the name
+#: the queue column at 80 columns: a mark ("!": errors or warnings) and the name; a wider
+#: terminal gives its extra columns to the names (up to the longest)
 QUEUE_WIDTH = 13
+#: the terminal width the fixed columns are laid out for
+BASE_WIDTH = 80
 #: between status fields: visible, so fields never read as one word
 SEP = " · "
 #: backlog samples shown: with the other columns this fits 80 columns
@@ -55,7 +59,30 @@ COLUMNS = [
 SORTS = [("name", "name"), ("backlog", "backlog"), ("oldest", "oldest age"), ("expired", "expired"),
          ("rate", "rate in")]
 
+WIDTHS = {key: width for key, _label, width in COLUMNS}
+
 LEVEL_STYLE = {OK: "", WARNING: "bold yellow", CRITICAL: "bold red reverse"}
+
+
+def short_name(name: str, width: int) -> str:
+    """``name`` (made safe to show) in at most ``width`` cells: its head and tail around a
+    ``…`` when longer, as queues that differ at the end (``-eu``/``-us``, ``-dlq``) often do."""
+    text = safe_name(name)
+    if cell_len(text) <= width:
+        return text
+    if width < 2:
+        return "…"[:width]
+    room = width - 1
+    head = tail = ""
+    for ch in text:  # the head takes the odd cell
+        if cell_len(head + ch) > room - room // 2:
+            break
+        head += ch
+    for ch in reversed(text):
+        if cell_len(head) + cell_len(tail) + cell_len(ch) > room:
+            break
+        tail = ch + tail
+    return f"{head}…{tail}"
 
 
 def level(value: float, warn: float | None, crit: float | None) -> int:
@@ -137,6 +164,7 @@ class RootScreen(Screen[None]):
         self.scans: dict[str, tuple[int, QueueScan]] = {}
         self.filter_text = ""
         self.sort_index = 0
+        self.queue_width = QUEUE_WIDTH
         self.last_batch: ScanBatch | None = None
         self._timer = None
         #: row key -> (the store's stamp of the queue, monotonic time) at its last count
@@ -149,8 +177,7 @@ class RootScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         table = QueueTable(cursor_type="row", id="queues")
-        for key, label, width in COLUMNS:
-            table.add_column(other_label(self.qapp.roots) if key == "other" else label, key=key, width=width)
+        self._add_columns(table)
         yield table
         yield Input(placeholder="filter queues (escape clears)", id="filter", classes="hidden")
         yield Static(id="rnotes", classes="hidden")
@@ -164,6 +191,22 @@ class RootScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         if self.last_batch is not None:
             self.rescan()
+
+    def on_resize(self) -> None:
+        if self.scans:
+            self.refresh_table()
+
+    def _add_columns(self, table: DataTable) -> None:
+        for key, label, width in COLUMNS:
+            table.add_column(other_label(self.qapp.roots) if key == "other" else label, key=key,
+                             width=self.queue_width if key == "queue" else width)
+
+    def wanted_queue_width(self) -> int:
+        """The queue column's width: 13 at 80 columns, and what a wider terminal has to spare,
+        up to the longest name shown."""
+        longest = max((cell_len(safe_name(scan.name)) + 1 for _i, scan in self.scans.values()), default=0)
+        spare = max(0, self.size.width - BASE_WIDTH)
+        return max(QUEUE_WIDTH, min(longest, QUEUE_WIDTH + spare))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.MUTATING and self.qapp.read_only:
@@ -314,10 +357,11 @@ class RootScreen(Screen[None]):
         c = scan.counts
         lv = self.levels(scan, now)
 
-        def num(n: int, style: str = "", lvl: int = OK) -> Text:
+        def num(n: int, col: str, style: str = "", lvl: int = OK) -> Text:
             if failed:
                 return Text("?", style="red", justify="right")
-            return Text(str(n), style=LEVEL_STYLE[lvl] or (style if n else "dim"), justify="right")
+            return Text(humanize.fit(n, WIDTHS[col]), style=LEVEL_STYLE[lvl] or (style if n else "dim"),
+                        justify="right")
 
         nxt = scan.next_expiry_in(now)
         notes = queue_notes(scan, now)
@@ -330,15 +374,15 @@ class RootScreen(Screen[None]):
         other = sum(n for s, n in c.items() if s not in (READY, INFLIGHT, EXPIRED, "foreign"))
         oldest = Text(humanize.duration(scan.oldest_ready_age(now)), justify="right", style=LEVEL_STYLE[lv["oldest"]])
         return [
-            Text.assemble(mark, safe_text(scan.name, style="bold", keep_newlines=False)),
-            num(c.get(READY, 0), "", lv["ready"]),
-            num(c.get(INFLIGHT, 0), "green"),
-            num(c.get(EXPIRED, 0), "red", lv["expired"]),
-            num(other, "yellow"),
+            Text.assemble(mark, (short_name(scan.name, self.queue_width - 1), "bold")),
+            num(c.get(READY, 0), "ready", "", lv["ready"]),
+            num(c.get(INFLIGHT, 0), "inflight", "green"),
+            num(c.get(EXPIRED, 0), "expired", "red", lv["expired"]),
+            num(other, "other", "yellow"),
             oldest,
             Text(humanize.duration(nxt), justify="right", style="yellow" if nxt is not None and nxt <= 30 else ""),
-            Text(rate_text(hist.rate_in), justify="right"),
-            Text(rate_text(hist.rate_out), justify="right"),
+            Text(rate_text(hist.rate_in, WIDTHS["in"]), justify="right"),
+            Text(rate_text(hist.rate_out, WIDTHS["out"]), justify="right"),
             Text(hist.spark(SPARK_WIDTH), style="cyan"),
         ]
 
@@ -348,7 +392,13 @@ class RootScreen(Screen[None]):
         wanted = self.visible_keys()
         present = [str(k.value) for k in table.rows]
         cursor_key = self.cursor_key()
+        width = self.wanted_queue_width()
         with self.app.batch_update():
+            if width != self.queue_width:  # resized, or a longer name: the columns again
+                self.queue_width = width
+                table.clear(columns=True)
+                self._add_columns(table)
+                present = []
             for key in present:
                 if key not in wanted:
                     table.remove_row(key)
@@ -364,8 +414,10 @@ class RootScreen(Screen[None]):
                 table.clear()
                 for key in wanted:
                     table.add_row(*self.row_cells(key), key=key)
-                if cursor_key is not None and cursor_key in wanted:
-                    table.move_cursor(row=wanted.index(cursor_key))
+            # the cursor stays on its queue, also when rows above it went (a filter, a queue
+            # deleted): a row index alone would now point at another queue
+            if cursor_key is not None and cursor_key in wanted and self.cursor_key() != cursor_key:
+                table.move_cursor(row=wanted.index(cursor_key))
 
     def cursor_key(self) -> str | None:
         table = self.query_one(DataTable)
@@ -413,6 +465,9 @@ class RootScreen(Screen[None]):
         now = self.qapp.clock()
         if key is not None and key in self.scans:
             i, scan = self.scans[key]
+            if cell_len(safe_name(scan.name)) > self.queue_width - 1:  # shortened in its row: here whole
+                notes.append(safe_name(scan.name), "bold")
+                notes.append(f" ({self.qapp.roots[i].kind})", "dim")
             for sev, line in queue_notes(scan, now)[:2]:
                 if notes:
                     notes.append("\n")

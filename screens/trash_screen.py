@@ -119,10 +119,14 @@ class TrashScreen(Screen[None]):
         table = self.query_one(DataTable)
         batch = self.batches[min(table.cursor_row, len(self.batches) - 1)]
 
+        def restored(result: object) -> None:
+            if result is not None:
+                app.forget_undo(self.qroot, batch.batch)
+            self._list_worker()
+
         def answered(yes: bool | None) -> None:
             if yes:
-                app.run_operation(self.qroot, "restore", lambda ops: ops.trash_restore(batch.batch),
-                                  lambda _r: self._list_worker())
+                app.run_operation(self.qroot, "restore", lambda ops: ops.trash_restore(batch.batch), restored)
 
         self.app.push_screen(ConfirmScreen(
             f"Restore {batch.count} message(s) into {safe_name(batch.queue or '?')}?",

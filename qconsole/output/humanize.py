@@ -25,6 +25,26 @@ def duration(seconds: float | None) -> str:
     return f"{sign}{d}d{h:02d}h"
 
 
+def fit(n: float, width: int) -> str:
+    """A count or rate in at most ``width`` characters: exact while it fits (a rate of 100 and
+    more whole, below that one decimal), else in k/M/G/T/P with as many decimals as fit
+    (``1.00M``, ``12k``). A fixed-width table column must never cut a digit off instead."""
+    if not math.isfinite(n):
+        return "?"
+    exact = f"{n:.0f}" if n >= 100 or float(n).is_integer() else f"{n:.1f}"
+    if len(exact) <= width:
+        return exact
+    sign = "-" if n < 0 else ""
+    value = abs(n)
+    for suffix in "kMGTPE":
+        value /= 1000
+        for decimals in (2, 1, 0):
+            text = f"{sign}{value:.{decimals}f}{suffix}"
+            if len(text) <= width and float(text[len(sign):-1]) < 1000:
+                return text
+    return "∞"[:width] or ""
+
+
 def size(n: int | None) -> str:
     if n is None:
         return "-"

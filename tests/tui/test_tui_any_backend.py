@@ -167,3 +167,82 @@ async def test_redelivery_column_follows_a_delivery_after_the_first_read() -> No
         await settle(pilot)
         row = next(ln for ln in screen_text(app).splitlines() if " m0 " in ln)
         assert " inflight " in row and rd(row) == "1", row
+
+
+# -- first-minute bugs found by a review in session 15 ----------------------------------------
+
+async def test_purge_dialog_counts_what_a_purge_takes_delayed_ones_too() -> None:
+    app = make()
+    backend = app.roots[0]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("P")
+        await pilot.pause()
+        assert "Purge all 6 message(s) of jobs?" in screen_text(app)  # 3 ready, 1 in flight, 2 delayed
+        await pilot.press(*"jobs", "enter")
+        await settle(pilot)
+    assert backend.queues["jobs"] == {}
+
+
+class SlowPublish(MemoryBackend):
+    """A publish that waits until the test lets it finish (an operator's 20k-message publish)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.release = threading.Event()
+        self.calls = 0
+
+    def publish(self, queue: str, payloads: Any, options: dict[str, Any]) -> list[str]:
+        self.calls += 1
+        assert self.release.wait(10), "the test never released the publish"
+        return super().publish(queue, payloads, options)
+
+
+def make_slow() -> Any:
+    from qconsole.screens.app import QConsoleApp
+
+    return QConsoleApp([SlowPublish()], interval=0, live_countdown=False, clock=Clock(), audit_log=os.devnull)
+
+
+async def test_a_second_ctrl_s_while_publishing_publishes_nothing_more() -> None:
+    from qconsole.screens.publish_screen import PublishScreen
+    from qconsole.screens.queue_screen import QueueScreen
+
+    app = make_slow()
+    backend = app.roots[0]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "dead")
+        await pilot.press("p", *"twice", "ctrl+s", "ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, PublishScreen)
+        backend.release.set()
+        await settle(pilot)
+        assert backend.calls == 1
+        assert len(backend.queues["dead"]) == 1
+        assert isinstance(app.screen, QueueScreen)  # the form closed itself, and only itself
+        assert "dead" in screen_text(app)
+
+
+async def test_escape_while_publishing_closes_the_form_and_the_end_pops_nothing() -> None:
+    from qconsole.screens.queue_screen import QueueScreen
+    from qconsole.screens.root_screen import RootScreen
+
+    app = make_slow()
+    backend = app.roots[0]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "dead")
+        await pilot.press("p", *"later", "ctrl+s")
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, QueueScreen)
+        await pilot.press("escape")  # back on the root screen while the publish still runs
+        await pilot.pause()
+        assert isinstance(app.screen, RootScreen)
+        backend.release.set()
+        await settle(pilot)
+        assert len(backend.queues["dead"]) == 1  # it went on
+        assert isinstance(app.screen, RootScreen)  # and its end did not pop the root screen
+        assert "jobs" in screen_text(app)

@@ -487,3 +487,126 @@ def test_demo_told_to_stop_while_suspended_exits_143_without_an_internal_error(t
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 143, status
     assert b"internal error" not in out
     assert [n for n in os.listdir(tmp_path) if n.startswith("qconsole-demo-")] == []
+
+
+# -- first-minute bugs found by a review in session 15 ----------------------------------------
+
+async def test_root_counts_too_wide_for_their_column_are_shortened_not_cut(roots: tuple[str, str]) -> None:
+    _, vroot = roots
+    app = make_app([vroot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        key = next(k for k in screen.scans if k.endswith(":orders"))
+        counts = screen.scans[key][1].counts
+        counts["ready"], counts["inflight"] = 1_000_000, 123_456  # as a queue of a million shows them
+        screen.refresh_table()
+        await pilot.pause()
+        row = next(ln for ln in screen_text(app).splitlines() if "orders" in ln)
+        assert "1.00M" in row and "123k" in row, row
+        assert "100000" not in row and "12345" not in row, row
+
+
+async def test_long_queue_names_stay_apart_and_a_wide_terminal_shows_them_whole(tmp_path: Any) -> None:
+    from qconsole.screens.root_screen import RootScreen
+
+    root = str(tmp_path / "v")
+    for q in ("billing-events-eu", "billing-events-us"):
+        vsqs_queue(root, q, 1)
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        rows = [ln for ln in screen_text(app).splitlines() if "billin" in ln and "(vsqs)" not in ln]
+        assert len(rows) == 2 and rows[0].split()[0] != rows[1].split()[0], rows
+        assert all("…" in r and r.split()[0].endswith(("-eu", "-us")) for r in rows), rows
+        # the highlighted queue's whole name is on the screen
+        assert "billing-events-eu (vsqs)" in screen_text(app)
+        await pilot.resize_terminal(120, 24)
+        await settle(pilot)
+        text = screen_text(app)
+        assert "billing-events-eu " in text and "billing-events-us " in text
+        assert isinstance(app.screen, RootScreen) and app.screen.cursor_key().endswith(":billing-events-eu")
+
+
+async def test_a_filter_keeps_the_cursor_on_its_queue(roots: tuple[str, str]) -> None:
+    droot, vroot = roots
+    app = make_app([vroot, droot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        table = screen.query_one("DataTable")
+        keys = screen.visible_keys()
+        target = next(k for k in keys if k.endswith(":orders"))
+        assert keys.index(target) == 2  # emails, ingest above it
+        table.move_cursor(row=keys.index(target))
+        await pilot.press("slash", *"r", "enter")  # orders, reports: the rows above orders go
+        await settle(pilot)
+        assert [k.rpartition(":")[2] for k in screen.visible_keys()] == ["orders", "reports"]
+        assert screen.cursor_key() == target  # not row 2 of what is left (reports)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen.queue == "orders"
+
+
+async def test_undo_after_the_trash_screen_restored_that_batch_restores_nothing(roots: tuple[str, str]) -> None:
+    _, vroot = roots
+    qdir = os.path.join(vroot, "orders")
+    before = sorted(os.listdir(qdir))
+    app = make_app([vroot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "orders")
+        await pilot.press("d", "y")
+        await settle(pilot)
+        assert len(os.listdir(qdir)) == len(before) - 1
+        assert len(app.undo_stack) == 1
+        await pilot.press("t")
+        await settle(pilot)
+        await pilot.press("enter", "y")
+        await settle(pilot)
+        assert sorted(os.listdir(qdir)) == before
+        assert app.undo_stack == []  # u no longer points at the restored batch
+        await pilot.press("escape", "u")
+        await settle(pilot)
+        assert "nothing to undo" in " ".join(e.text for e in app.log_entries)
+        assert not [e for e in app.log_entries if e.severity == "error"], app.log_entries
+
+
+async def test_m_pressed_twice_opens_one_move_dialog(roots: tuple[str, str]) -> None:
+    from qconsole.screens.dialogs import PickQueueScreen
+
+    _, vroot = roots
+    app = make_app([vroot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "orders")
+        screen.action_move()  # m, m: both before the first one's dialog is up
+        screen.action_move()
+        await settle(pilot)
+        assert sum(isinstance(s, PickQueueScreen) for s in app.screen_stack) == 1
+
+
+async def test_help_names_the_bracket_keys_as_they_are_typed(roots: tuple[str, str]) -> None:
+    _, vroot = roots
+    app = make_app([vroot])
+    async with app.run_test(size=(80, 60)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "n,]" in text and "b,[" in text
+        assert "square_bracket" not in text
+
+
+async def test_queue_title_counts_an_in_flight_message_expired_once_its_deadline_passed(tmp_path: Any) -> None:
+    from tui_helpers import Clock
+
+    root = str(tmp_path / "v")
+    vsqs_queue(root, "jobs", 2, held=1)  # deadline FIXED_NOW + 102
+    clock = Clock()
+    app = make_app([root], clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "jobs")
+        assert "in-flight 1 · expired 0" in screen_text(app)
+        clock.now += 200  # the directory did not change: no new listing is needed to say so
+        screen.tick()
+        await pilot.pause()
+        assert "in-flight 0 · expired 1" in screen_text(app)
