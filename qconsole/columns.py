@@ -170,7 +170,7 @@ class MessageColumns(Sequence[Message]):
 
     __slots__ = ("queue", "ids", "relpaths", "states", "deadlines", "offset", "heads", "scan", "objects", "make",
                  "ready_n", "ready_sorted", "stamp", "listed_at", "partial", "ready_sums", "relist_hint", "_cache",
-                 "_held_deadlines")
+                 "_deadlines_of")
 
     def __init__(self, queue: str, ids: list[str], relpaths: list[str], states: bytearray,
                  deadlines: MutableSequence[float],
@@ -202,7 +202,8 @@ class MessageColumns(Sequence[Message]):
         self.relist_hint: Any = None
         #: Message objects of the rows made lately (the rows on screen), by index
         self._cache: dict[int, Message] = {}
-        self._held_deadlines: list[float] | None = None  # in-flight deadlines, sorted
+        #: state code -> the finite deadlines of its rows, sorted (made once per listing)
+        self._deadlines_of: dict[int, list[float]] = {}
 
     # ------------------------------------------------------------------ building
 
@@ -276,22 +277,33 @@ class MessageColumns(Sequence[Message]):
         """Row ``i``'s deadline, NaN when it has none."""
         return NO_DEADLINE if i < self.offset else self.deadlines[i - self.offset]
 
-    def held_range(self) -> tuple[int, int]:
-        """(start, stop) of the in-flight rows (one run: they follow the ready ones)."""
-        code = STATE_CODE[INFLIGHT]
-        start = self.states.find(code)
-        if start < 0:
-            return 0, 0
-        return start, start + self.states.count(code)
+    def _deadlines(self, state: str) -> list[float]:
+        """The finite deadlines of the rows in ``state``, sorted. The rows of a state are one
+        run in the file stores' lists (found in C); RSMQ interleaves in-flight and delayed
+        members by score, so elsewhere the rows are picked one by one."""
+        code = STATE_CODE[state]
+        dls = self._deadlines_of.get(code)
+        if dls is None:
+            states = self.states
+            start, n = states.find(code), states.count(code)
+            if start < 0:
+                rows: Iterable[int] = ()
+            elif states.count(code, start, start + n) == n:
+                rows = range(start, start + n)
+            else:
+                rows = [i for i, c in enumerate(states) if c == code]
+            # NaN (no deadline, e.g. an RSMQ member held for ever) is never past
+            dls = self._deadlines_of[code] = sorted(d for d in map(self.deadline_at, rows) if d == d)
+        return dls
 
     def expired_since(self, now: float) -> int:
-        """In-flight rows (at listing time) whose deadline has passed by ``now``: a bisection
-        over their sorted deadlines (sorted once per listing), not a pass over the queue."""
-        dls = self._held_deadlines
-        if dls is None:
-            start, stop = self.held_range()
-            dls = self._held_deadlines = sorted(map(self.deadline_at, range(start, stop)))  # type: ignore[assignment]
-        return bisect_right(dls, now)  # type: ignore[arg-type]
+        """In-flight rows (at listing time) whose deadline has passed by ``now`` (shown
+        expired): a bisection over their sorted deadlines, not a pass over the queue."""
+        return bisect_right(self._deadlines(INFLIGHT), now)
+
+    def due_since(self, now: float) -> int:
+        """Delayed rows (at listing time) whose delay has passed by ``now`` (shown ready)."""
+        return bisect_right(self._deadlines(DELAYED), now)
 
     def rows_shown_as(self, state: str, now: float) -> list[int]:
         """Rows a list shows in ``state`` at ``now``: an in-flight message past its deadline is

@@ -142,6 +142,9 @@ class QConsoleApp(App[None]):
         except OSError as err:
             self.call_from_thread(self.say, f"{label}: {err.strerror or err}", "error")
             result = None
+        except Exception as err:  # noqa: BLE001 (a fault of ours: said, and ``done`` still runs)
+            self.call_from_thread(self.say, f"{label}: internal error: {type(err).__name__}: {err}", "error")
+            result = None
         else:
             summary = result.summary() if hasattr(result, "summary") else f"{label}: done"
             batch = getattr(result, "batch", None)

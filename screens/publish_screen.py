@@ -47,7 +47,7 @@ def parse_option(opt: Option, raw: str) -> Any:
     if opt.kind == "choice":
         value: Any = text
     elif opt.kind in ("int", "int_or_bool"):
-        if not (text.lstrip("-").isascii() and text.lstrip("-").isdigit()):
+        if not (text.lstrip("-").isascii() and text.lstrip("-").isdigit()) or len(text) > 30:
             raise FormError(f"{opt.name}: expected {'true, false or ' if opt.kind == 'int_or_bool' else ''}an integer")
         value = int(text)
     elif opt.kind == "float":
@@ -89,6 +89,8 @@ class PublishScreen(Screen[bool]):
         self.queue = queue
         #: a publish from this form is running (its worker outlives the form)
         self.publishing = False
+        #: it ended while another screen was over the form: the form closes when it is back on top
+        self.published = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -124,7 +126,8 @@ class PublishScreen(Screen[bool]):
         except FormError as e:
             err.update(safe_text(str(e), style="red"))
             return None
-        err.update(Text("ctrl+s publishes, tab moves between fields, escape cancels", style="dim"))
+        if not self.publishing:  # (its "publishing…" line stays while it runs)
+            err.update(Text("ctrl+s publishes, tab moves between fields, escape cancels", style="dim"))
         return args
 
     @on(Input.Changed, ".pfield")
@@ -151,8 +154,11 @@ class PublishScreen(Screen[bool]):
         def done(result: Any) -> None:
             self.publishing = False
             # only while the form is on top: closed meanwhile (escape), dismissing would pop
-            # whatever screen is on top now; under another screen (help), it stays
-            if self.is_active:
+            # whatever screen is on top now; under another one (help, the palette), it closes
+            # when it is back on top
+            if result is not None and self in self.app.screen_stack and not self.is_active:
+                self.published = True
+            elif self.is_active:
                 if result is not None:
                     self.dismiss(True)
                 else:
@@ -162,6 +168,10 @@ class PublishScreen(Screen[bool]):
         self.query_one("#perror", Static).update(
             Text(f"publishing {count} message(s)… escape closes this form, the publish goes on", style="dim"))
         app.run_operation(self.qroot, "publish", publish, done)
+
+    def on_screen_resume(self) -> None:
+        if self.published:
+            self.dismiss(True)
 
     def action_cancel(self) -> None:
         self.dismiss(False)

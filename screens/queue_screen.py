@@ -25,7 +25,7 @@ from qconsole.output import humanize
 from qconsole.payload import BINARY, JSON, Payload
 from qconsole.safetext import escape_controls, safe_name
 from qconsole.search import SEARCH_CAP, matches_without_payload, payload_matches
-from qconsole.states import EXPIRED, INFLIGHT, READY
+from qconsole.states import DELAYED, EXPIRED, INFLIGHT, READY
 
 from .dialogs import ConfirmScreen, PickQueueScreen, TypedConfirmScreen
 from .peek_screen import PeekScreen
@@ -319,13 +319,17 @@ class QueueScreen(Screen[None]):
         t = Text.assemble(("queue ", "dim"), (safe_name(self.queue), "bold"), (SEP, "dim"), (self.qroot.kind, "dim"))
         shown = self.scan or self.counts
         if shown is not None:
-            c = shown.counts
-            # in flight at the listing, past the deadline now: counted expired, as the rows show
-            # them (an unchanged directory is not listed again when a deadline passes)
-            late = self.listing.expired_since(self.qapp.clock()) \
-                if self.listing is not None and shown is self.listing.scan else 0
-            inflight, expired = c.get(INFLIGHT, 0) - late, c.get(EXPIRED, 0) + late
-            t.append(f"{SEP}ready {c.get(READY, 0)}{SEP}in-flight {inflight}{SEP}", "")
+            c = dict(shown.counts)
+            if self.listing is not None and shown is self.listing.scan:
+                # counted as the rows show them now: in flight past the deadline expired, delayed
+                # past the delay ready (an unchanged listing is not made again when one passes)
+                now = self.qapp.clock()
+                late, due = self.listing.expired_since(now), self.listing.due_since(now)
+                c[INFLIGHT], c[EXPIRED] = c.get(INFLIGHT, 0) - late, c.get(EXPIRED, 0) + late
+                if due:
+                    c[DELAYED], c[READY] = c.get(DELAYED, 0) - due, c.get(READY, 0) + due
+            expired = c.get(EXPIRED, 0)
+            t.append(f"{SEP}ready {c.get(READY, 0)}{SEP}in-flight {c.get(INFLIGHT, 0)}{SEP}", "")
             t.append(f"expired {expired}", "red" if expired else "")
             for state, n in c.items():  # writing, delayed, ...: whatever else the store has
                 if state not in (READY, INFLIGHT, EXPIRED, "foreign") and n:

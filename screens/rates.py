@@ -65,7 +65,7 @@ def rate_text(rate: float | None, width: int | None = None) -> str:
     """Messages a second: whole from 100, else one decimal; shortened (``12k``) to ``width``."""
     if rate is None:
         return "-"
-    text = f"{rate:.0f}" if rate >= 100 else f"{rate:.1f}"
+    text = f"{rate:.0f}" if round(rate, 1) >= 100 else f"{rate:.1f}"  # 99.96: "100", not "100.0"
     if width is not None and len(text) > width:
         return humanize.fit(rate, width)
     return text

@@ -79,7 +79,7 @@ def short_name(name: str, width: int) -> str:
             break
         head += ch
     for ch in reversed(text):
-        if cell_len(head) + cell_len(tail) + cell_len(ch) > room:
+        if cell_len(head) + cell_len(ch + tail) > room:  # (a variation selector widens the one before)
             break
         tail = ch + tail
     return f"{head}…{tail}"
@@ -193,7 +193,7 @@ class RootScreen(Screen[None]):
             self.rescan()
 
     def on_resize(self) -> None:
-        if self.scans:
+        if self.scans and self.wanted_queue_width() != self.queue_width:  # (not for a new height)
             self.refresh_table()
 
     def _add_columns(self, table: DataTable) -> None:
@@ -465,13 +465,15 @@ class RootScreen(Screen[None]):
         now = self.qapp.clock()
         if key is not None and key in self.scans:
             i, scan = self.scans[key]
-            if cell_len(safe_name(scan.name)) > self.queue_width - 1:  # shortened in its row: here whole
+            mine = queue_notes(scan, now)[:2]
+            if not mine and cell_len(safe_name(scan.name)) > self.queue_width - 1:
+                # shortened in its row: whole here (a note names it whole anyway)
                 notes.append(safe_name(scan.name), "bold")
                 notes.append(f" ({self.qapp.roots[i].kind})", "dim")
-            for sev, line in queue_notes(scan, now)[:2]:
+            for sev, line in mine:
                 if notes:
                     notes.append("\n")
-                notes.append(f"{scan.name} ({self.qapp.roots[i].kind}): ", "bold")
+                notes.append(f"{safe_name(scan.name)} ({self.qapp.roots[i].kind}): ", "bold")
                 notes.append(safe_name(line), "red" if sev == "error" else "yellow")
         if b is not None:
             for err in b.errors[:1]:

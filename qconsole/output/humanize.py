@@ -39,9 +39,11 @@ def fit(n: float, width: int) -> str:
     for suffix in "kMGTPE":
         value /= 1000
         for decimals in (2, 1, 0):
-            text = f"{sign}{value:.{decimals}f}{suffix}"
-            if len(text) <= width and float(text[len(sign):-1]) < 1000:
-                return text
+            mantissa = f"{value:.{decimals}f}"
+            if mantissa.startswith("0."):
+                mantissa = mantissa[1:]  # ".3M": 300k in 3 cells
+            if 0 < float(mantissa) < 1000 and len(sign) + len(mantissa) + 1 <= width:
+                return f"{sign}{mantissa}{suffix}"
     return "∞"[:width] or ""
 
 

@@ -206,6 +206,13 @@ def make_slow() -> Any:
     return QConsoleApp([SlowPublish()], interval=0, live_countdown=False, clock=Clock(), audit_log=os.devnull)
 
 
+async def start_publish(pilot: Any, text: str, *more_keys: str) -> None:
+    """Open queue ``dead``, type ``text`` in a new publish form and send it (it waits)."""
+    await open_queue(pilot, "dead")
+    await pilot.press("p", *text, "ctrl+s", *more_keys)
+    await pilot.pause()
+
+
 async def test_a_second_ctrl_s_while_publishing_publishes_nothing_more() -> None:
     from qconsole.screens.publish_screen import PublishScreen
     from qconsole.screens.queue_screen import QueueScreen
@@ -213,9 +220,7 @@ async def test_a_second_ctrl_s_while_publishing_publishes_nothing_more() -> None
     app = make_slow()
     backend = app.roots[0]
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_queue(pilot, "dead")
-        await pilot.press("p", *"twice", "ctrl+s", "ctrl+s")
-        await pilot.pause()
+        await start_publish(pilot, "twice", "ctrl+s")
         assert isinstance(app.screen, PublishScreen)
         backend.release.set()
         await settle(pilot)
@@ -232,9 +237,7 @@ async def test_escape_while_publishing_closes_the_form_and_the_end_pops_nothing(
     app = make_slow()
     backend = app.roots[0]
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_queue(pilot, "dead")
-        await pilot.press("p", *"later", "ctrl+s")
-        await pilot.pause()
+        await start_publish(pilot, "later")
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, QueueScreen)
@@ -246,3 +249,68 @@ async def test_escape_while_publishing_closes_the_form_and_the_end_pops_nothing(
         assert len(backend.queues["dead"]) == 1  # it went on
         assert isinstance(app.screen, RootScreen)  # and its end did not pop the root screen
         assert "jobs" in screen_text(app)
+
+
+async def test_queue_title_counts_as_the_rows_show_when_states_interleave() -> None:
+    """RSMQ lists its hidden members by score: in-flight and delayed rows interleave, and a
+    member held for ever has no deadline. The title counts what the rows show."""
+    from qconsole.screens.queue_screen import QueueScreen
+
+    app = make()
+    backend = app.roots[0]
+    backend.queues["jobs"] = {
+        "a": ["inflight", b"a", 1, FIXED_NOW + 10],
+        "c": ["delayed", b"c", 0, FIXED_NOW + 20],
+        "b": ["inflight", b"b", 1, FIXED_NOW + 600],
+        "h": ["inflight", b"h", 1, None],  # held for ever (score +inf)
+        "r": ["ready", b"r", 0, None],
+    }
+    async with app.run_test(size=(100, 24)) as pilot:
+        screen = await open_queue(pilot, "jobs")
+        assert isinstance(screen, QueueScreen)
+        assert "ready 1 · in-flight 3 · expired 0 · delayed 1" in screen_text(app)
+        app.clock.now += 30
+        screen.tick()
+        await pilot.pause()
+        assert "ready 2 · in-flight 2 · expired 1" in screen_text(app)
+        assert "delayed 1" not in screen_text(app)
+
+
+async def test_a_publish_ending_under_another_screen_closes_the_form_when_it_is_back() -> None:
+    from qconsole.screens.help_screen import HelpScreen
+    from qconsole.screens.queue_screen import QueueScreen
+
+    app = make_slow()
+    backend = app.roots[0]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start_publish(pilot, "x")
+        app.action_help()  # the operator opens another screen over the form meanwhile
+        await pilot.pause()
+        backend.release.set()
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)  # not popped by the publish's end
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, QueueScreen)  # the form closed itself once back on top
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+    assert backend.calls == 1 and len(backend.queues["dead"]) == 1
+
+
+class BrokenPublish(MemoryBackend):
+    def publish(self, queue: str, payloads: Any, options: dict[str, Any]) -> list[str]:
+        raise RuntimeError("a fault of ours")
+
+
+async def test_a_publish_that_fails_unexpectedly_says_so_and_the_form_works_again() -> None:
+    from qconsole.screens.app import QConsoleApp
+    from qconsole.screens.publish_screen import PublishScreen
+
+    app = QConsoleApp([BrokenPublish()], interval=0, live_countdown=False, clock=Clock(), audit_log=os.devnull)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start_publish(pilot, "x")
+        await settle(pilot)
+        assert isinstance(app.screen, PublishScreen) and not app.screen.publishing
+        errors = [e.text for e in app.log_entries if e.severity == "error"]
+        assert errors and "RuntimeError: a fault of ours" in errors[-1]
+        assert "ctrl+s publishes" in screen_text(app)  # not "publishing…" for ever

@@ -610,3 +610,50 @@ async def test_queue_title_counts_an_in_flight_message_expired_once_its_deadline
         screen.tick()
         await pilot.pause()
         assert "in-flight 0 · expired 1" in screen_text(app)
+
+
+async def test_the_queue_table_never_scrolls_sideways(tmp_path: Any) -> None:
+    root = str(tmp_path / "v")
+    for i in range(40):  # more rows than the screen: the vertical scrollbar shows
+        vsqs_queue(root, f"queue-with-a-long-name-{i:02d}", 1)
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("DataTable")
+        assert table.max_scroll_y > 0 and table.max_scroll_x == 0
+        for width in (81, 100, 120, 200):
+            await pilot.resize_terminal(width, 24)
+            await settle(pilot)
+            assert table.max_scroll_x == 0, width
+
+
+async def test_a_new_height_does_not_lay_the_table_out_again(tmp_path: Any) -> None:
+    root = str(tmp_path / "v")
+    vsqs_queue(root, "a-queue-name-longer-than-its-column", 1)
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        calls = []
+        original = screen.refresh_table
+        screen.refresh_table = lambda: (calls.append(1), original())[1]
+        await pilot.resize_terminal(80, 40)
+        await settle(pilot)
+        assert calls == []
+        await pilot.resize_terminal(120, 40)  # wider: the names may take more room
+        await settle(pilot)
+        assert calls
+
+
+async def test_a_queue_name_with_escapes_is_shown_escaped_in_its_notes(tmp_path: Any) -> None:
+    root = str(tmp_path / "v")
+    name = "a\x1b[7mREV\x1b[0m-q"
+    qdir = os.path.join(root, name)
+    os.makedirs(qdir)
+    open(os.path.join(qdir, str(int((FIXED_NOW + 3600) * 1_000_000))), "w").close()  # a clock-skew warning
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        notes = app.screen.query_one("#rnotes")
+        text = str(notes.render())
+        assert "REV" in text and "\x1b" not in text, repr(text)
