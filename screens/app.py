@@ -6,6 +6,7 @@ It imports the screens (never the reverse): screens reach it through
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -33,6 +34,19 @@ from .trash_screen import TrashScreen
 Clock = Callable[[], float]
 #: notifications kept for the message log
 LOG_SIZE = 200
+
+
+#: the header's progress of a bulk change is redrawn at most this often
+PROGRESS_EVERY_S = 0.25
+#: per worker thread: where its operation's ticks go (``Backend.progress`` is shared by the
+#: root's threads; each operation runs in a thread of its own)
+_OPERATION = threading.local()
+
+
+def _report_progress(done: int, total: int) -> None:
+    report = getattr(_OPERATION, "report", None)
+    if report is not None:
+        report(done, total)
 
 
 class QConsoleApp(App[None]):
@@ -89,7 +103,11 @@ class QConsoleApp(App[None]):
         #: (root, trash batch, queue, what) of this session's deletes/purges, newest last: `u` undoes
         self.undo_stack: list[tuple[Backend, str, str | None, str]] = []
         self.title = "qconsole · READ-ONLY" if read_only else "qconsole"
-        self.sub_title = "  ".join(safe_name(r.target) for r in self.roots)
+        self.sub_title = self.roots_title = "  ".join(safe_name(r.target) for r in self.roots)
+        #: the bulk changes running, with the (done, total) each last reported
+        self.running: dict[int, tuple[str, int, int]] = {}
+        for r in self.roots:
+            r.progress = _report_progress  # the worker thread's own operation hears its ticks
 
     def on_mount(self) -> None:
         if self.sixteen_colours():
@@ -134,6 +152,39 @@ class QConsoleApp(App[None]):
     @work(thread=True, exit_on_error=False, group="ops")
     def _operation_worker(self, root: Backend, label: str, call: Callable[[Any], Any],
                           done: Callable[[Any], None] | None) -> None:
+        key = threading.get_ident()
+        last = 0.0
+
+        def report(n: int, total: int) -> None:  # at most a few times a second, to the header
+            nonlocal last
+            now = time.monotonic()
+            if now - last >= PROGRESS_EVERY_S and n < total:
+                last = now
+                self.call_from_thread(self._show_progress, key, label, n, total)
+
+        _OPERATION.report = report
+        try:
+            result = self._operation_result(root, label, call)
+        finally:
+            _OPERATION.report = None
+            self.call_from_thread(self._show_progress, key, label, None, None)
+        if done is not None:
+            self.call_from_thread(done, result)
+
+    def _show_progress(self, key: int, label: str, n: int | None, total: int | None) -> None:
+        """The header says how far the bulk changes under way are (the roots again after)."""
+        if n is None or total is None:
+            self.running.pop(key, None)
+        else:
+            self.running[key] = (label, n, total)
+        if not self.running:
+            self.sub_title = self.roots_title
+            return
+        self.sub_title = "  ".join(f"{safe_name(what)}: {n:,} of {total:,} ({100 * n // max(total, 1)}%)…"
+                                   for what, n, total in self.running.values())
+
+    def _operation_result(self, root: Backend, label: str, call: Callable[[Any], Any]) -> Any:
+        """``call``'s result, its summary said; None (and the error said) when it failed."""
         try:
             result = call(self.operations(root))
         except QConsoleError as err:
@@ -153,8 +204,7 @@ class QConsoleApp(App[None]):
                 self.call_from_thread(self.undo_stack.append, entry)
                 summary += "  (u undoes)"
             self.call_from_thread(self.say, summary, "information")
-        if done is not None:
-            self.call_from_thread(done, result)
+        return result
 
     def undo_last(self, after: Callable[[Any], None] | None = None) -> None:
         """Restore this session's last delete or purge from the trash."""

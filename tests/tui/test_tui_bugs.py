@@ -657,3 +657,27 @@ async def test_a_queue_name_with_escapes_is_shown_escaped_in_its_notes(tmp_path:
         notes = app.screen.query_one("#rnotes")
         text = str(notes.render())
         assert "REV" in text and "\x1b" not in text, repr(text)
+
+
+async def test_a_bulk_change_shows_how_far_it_is_in_the_header(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from qconsole.screens import app as app_module
+
+    monkeypatch.setattr(app_module, "PROGRESS_EVERY_S", 0.0)  # every tick the backend gives
+    root = str(tmp_path / "v")
+    vsqs_queue(root, "big", 3000)
+    app = make_app([root])
+    shown: list[str] = []
+    async with app.run_test(size=(100, 24)) as pilot:
+        original = app._show_progress
+
+        def spy(*args: Any) -> None:
+            original(*args)
+            shown.append(app.sub_title)
+
+        app._show_progress = spy
+        await open_queue(pilot, "big")
+        await pilot.press("P", *"big", "enter")
+        await settle(pilot)
+        assert [n for n in os.listdir(os.path.join(root, "big"))] == []
+        assert any("purge: " in t and " of 3,000 (" in t for t in shown), shown
+        assert app.sub_title == app.roots_title  # the roots again once it is done
