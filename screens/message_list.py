@@ -202,6 +202,15 @@ class MessageList(ScrollView, can_focus=True):
         self._columns: Columns | None = None
         #: the rows drawn lately, by what they show (see render_line)
         self._lines: dict[tuple[object, ...], Strip] = {}
+        #: a view's (search, dead letters) whole listing: its ready rows are numbered by their
+        #: place in the queue's delivery order, not in the view (None: the rows are the queue)
+        self.numbered_by: MessageColumns | None = None
+        self._places: dict[str, str] = {}  # id -> its number in numbered_by, as drawn
+
+    def number_by(self, listing: MessageColumns | None) -> None:
+        if listing is not self.numbered_by:
+            self.numbered_by = listing
+            self._places = {}
 
     # -- data -----------------------------------------------------------------------------
     def columns(self) -> Columns:
@@ -329,6 +338,14 @@ class MessageList(ScrollView, can_focus=True):
         # the cursor stays visible when the list gets shorter
         self.cursor = self.cursor
 
+    def _place(self, msg: Message, index: int) -> str:
+        """A view's ready row numbered in the whole queue (looked up once per id)."""
+        place = self._places.get(msg.id)
+        if place is None:
+            i = self.numbered_by.index_of(msg.id, index, msg.relpath)  # type: ignore[union-attr]
+            place = self._places[msg.id] = position_text(i + 1) if i is not None else "-"
+        return place
+
     # -- drawing ------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         scroll_y = round(self.scroll_offset.y)
@@ -344,6 +361,8 @@ class MessageList(ScrollView, can_focus=True):
         marked = msg.id in self.marked
         mark = "●" if marked else " "
         pos = position_text(index + 1) if msg.state == READY else "-"
+        if self.numbered_by is not None and msg.state == READY:
+            pos = self._place(msg, index)
         age = humanize.duration(now - msg.created_at) if msg.created_at is not None else "-"
         left, level = countdown(msg, now)
         det = self.details.get(msg.id) if cols.wants_details else None

@@ -261,6 +261,7 @@ class QueueScreen(Screen[None]):
             if self.view is None:
                 lst.set_messages(cols, follow=follow)
             else:  # a filtered view keeps its matches that still exist
+                lst.number_by(cols)
                 kept = []
                 for m in self.view_matches:
                     i = cols.index_of(m.id, name=m.relpath)
@@ -444,6 +445,7 @@ class QueueScreen(Screen[None]):
         self.view = view
         self.view_matches = []
         self.view_progress = (0, len(self.all_messages), False)
+        self.query_one(MessageList).number_by(self.all_messages)
         self.query_one(MessageList).set_messages([])
         self.update_status()
         self._filter_worker(self._view_token, self.all_messages, keep, cap, self._view_cancel)
@@ -452,6 +454,7 @@ class QueueScreen(Screen[None]):
         self._view_cancel.set()
         self.view = None
         self.view_matches = []
+        self.query_one(MessageList).number_by(None)
         self.query_one(MessageList).set_messages(self.all_messages)
         self.update_status()
 
@@ -550,6 +553,8 @@ class QueueScreen(Screen[None]):
             if self.listing is not None:
                 self.listing = self.all_messages  # what the next listing starts from
             self.view_matches = [m for m in self.view_matches if m.id not in done]
+            if self.view is not None:
+                lst.number_by(self.all_messages)
             lst.set_messages(lst.messages.without(done))
             lst.lost = None  # we removed it ourselves: nothing to report
         self.update_status()

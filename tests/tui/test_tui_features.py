@@ -343,3 +343,23 @@ async def test_message_log_keeps_the_notifications(roots: tuple[str, str]) -> No
         text = screen_text(app)
         assert "queues sorted by backlog" in text and "a long notification" in text
         assert text.index("queues sorted") < text.index("a long notification")  # newest first
+
+
+async def test_a_search_view_numbers_ready_rows_by_their_place_in_the_queue(roots: tuple[str, str]) -> None:
+    _, vroot = roots
+    app = make_app([vroot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "orders")
+        full = the_list(app).messages
+        await pilot.press("slash", *"1005", "enter")  # 6th in line (VSQS: oldest first), 1st of the view
+        await settle(pilot)
+        lst = the_list(app)
+        rows = {m.id: ln for m in lst.messages for ln in screen_text(app).splitlines() if m.id in ln}
+        late = [m for m in lst.messages if "1714564205" in m.id][0]
+        assert full.index_of(late.id) == 5
+        assert rows[late.id].split()[0] == "6", rows[late.id]  # its place in the queue, not in the view
+        assert len(lst.messages) == 1  # (the view's own order would say 1)
+        await pilot.press("escape")  # the whole queue again
+        await pilot.pause()
+        row = next(ln for ln in screen_text(app).splitlines() if late.id in ln)
+        assert row.split()[0] == "6"
