@@ -466,10 +466,13 @@ class RootScreen(Screen[None]):
         if key is not None and key in self.scans:
             i, scan = self.scans[key]
             mine = queue_notes(scan, now)[:2]
-            if not mine and cell_len(safe_name(scan.name)) > self.queue_width - 1:
-                # shortened in its row: whole here (a note names it whole anyway)
+            twins = len(self.qapp.roots) > 1 and sum(s.name == scan.name for _j, s in self.scans.values()) > 1
+            if not mine and (twins or cell_len(safe_name(scan.name)) > self.queue_width - 1):
+                # shortened in its row, or named alike in another root: whole here, with its
+                # root when that is what tells the rows apart (a note names it whole anyway)
+                root = self.qapp.roots[i]
                 notes.append(safe_name(scan.name), "bold")
-                notes.append(f" ({self.qapp.roots[i].kind})", "dim")
+                notes.append(f" ({root.kind} · {safe_name(root.target)})" if twins else f" ({root.kind})", "dim")
             for sev, line in mine:
                 if notes:
                     notes.append("\n")

@@ -681,3 +681,19 @@ async def test_a_bulk_change_shows_how_far_it_is_in_the_header(tmp_path: Any, mo
         assert [n for n in os.listdir(os.path.join(root, "big"))] == []
         assert any("purge: " in t and " of 3,000 (" in t for t in shown), shown
         assert app.sub_title == app.roots_title  # the roots again once it is done
+
+
+async def test_a_queue_named_alike_in_two_roots_says_which_root_it_is(tmp_path: Any) -> None:
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    vsqs_queue(a, "jobs", 1)
+    vsqs_queue(b, "jobs", 2)
+    app = make_app([a, b])
+    async with app.run_test(size=(120, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("DataTable")
+        for row, root in ((0, a), (1, b)):
+            table.move_cursor(row=row)
+            await settle(pilot)
+            i = int(app.screen.cursor_key().split(":")[0])
+            assert f"jobs (vsqs · {app.roots[i].target})" in screen_text(app)
+            assert app.roots[i].target.endswith(root[-2:])
