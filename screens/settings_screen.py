@@ -40,6 +40,16 @@ def file_values(root: dict[str, Setting], queue: dict[str, Setting]) -> dict[str
             "queue": {k: s.value for k, s in queue.items() if s.source == "queue"}}
 
 
+class Saved:
+    """The saves of one ctrl+s (the root's file and the queue's): each one's line said."""
+
+    def __init__(self, results: list[Any]) -> None:
+        self.results = results
+
+    def summary(self) -> str:
+        return "; ".join(r.summary() for r in self.results)
+
+
 class SettingsScreen(Screen[None]):
     """A form over both ddmq.yaml files; validates as you type; saves atomically through the core."""
 
@@ -232,10 +242,7 @@ class SettingsScreen(Screen[None]):
             return
 
         def save(ops: Any) -> Any:
-            result = None
-            for queue, to_set, to_unset in changes:
-                result = ops.save_settings(queue, to_set, unset=to_unset)
-            return result
+            return Saved([ops.save_settings(queue, to_set, unset=to_unset) for queue, to_set, to_unset in changes])
 
         services(self).run_operation(self.qroot, "save settings", save, lambda _r: self._load_again())
 

@@ -449,3 +449,19 @@ async def test_rates_start_from_when_the_forked_count_was_taken(roots: tuple[str
         taken = {k: h.last_at for k, h in screen.history.items()}
         big = [k for k, (_i, s) in screen.scans.items() if s.total > 0]
         assert big and all(taken[k] == FIXED_NOW - 5 for k in big)
+
+
+async def test_settings_saving_the_root_and_the_queue_says_both(roots: tuple[str, str]) -> None:
+    droot, _ = roots
+    app = make_app([droot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "emails")
+        await pilot.press("s")
+        await settle(pilot)
+        app.screen.query_one("#root--message_timeout").value = "50"
+        app.screen.query_one("#queue--message_timeout").value = "45"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        said = [e.text for e in app.log_entries if e.severity == "information"]
+        assert said and "config: 1 done" in said[-1] and "config emails: 1 done" in said[-1], said
