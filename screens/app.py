@@ -15,6 +15,7 @@ from typing import Any
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.message import Message as TMessage
 from textual.screen import Screen
 
 from qconsole.backends import Backend
@@ -153,23 +154,41 @@ class QConsoleApp(App[None]):
     def _operation_worker(self, root: Backend, label: str, call: Callable[[Any], Any],
                           done: Callable[[Any], None] | None) -> None:
         key = threading.get_ident()
-        last = 0.0
+        last = time.monotonic()  # (a change done within PROGRESS_EVERY_S shows none)
 
         def report(n: int, total: int) -> None:  # at most a few times a second, to the header
             nonlocal last
             now = time.monotonic()
             if now - last >= PROGRESS_EVERY_S and n < total:
                 last = now
-                self.call_from_thread(self._show_progress, key, label, n, total)
+                # posted, not called: the change never waits for the screen, and one that goes
+                # on after the app quit is not stopped by it (a message to a closed app is dropped)
+                self._post_quietly(self.Progress(key, label, n, total))
 
         _OPERATION.report = report
         try:
             result = self._operation_result(root, label, call)
         finally:
             _OPERATION.report = None
-            self.call_from_thread(self._show_progress, key, label, None, None)
+            self._post_quietly(self.Progress(key, label, None, None))
         if done is not None:
             self.call_from_thread(done, result)
+
+    def _post_quietly(self, message: TMessage) -> None:
+        try:
+            self.post_message(message)
+        except RuntimeError:  # the event loop closed meanwhile: nobody to tell
+            pass
+
+    class Progress(TMessage):
+        """How far a bulk change is (``done`` None: it ended)."""
+
+        def __init__(self, key: int, label: str, done: int | None, total: int | None) -> None:
+            super().__init__()
+            self.key, self.label, self.done, self.total = key, label, done, total
+
+    def on_qconsole_app_progress(self, event: Progress) -> None:
+        self._show_progress(event.key, event.label, event.done, event.total)
 
     def _show_progress(self, key: int, label: str, n: int | None, total: int | None) -> None:
         """The header says how far the bulk changes under way are (the roots again after)."""

@@ -20,11 +20,13 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from qconsole.columns import MessageColumns
+from qconsole.columns import STATE_CODE, MessageColumns
 from qconsole.model import Message
 from qconsole.output import humanize
 from qconsole.safetext import safe_name
 from qconsole.states import DELAYED, EXPIRED, INFLIGHT, READY
+
+_READY_CODE = STATE_CODE[READY]
 
 #: countdown colours: yellow at or below WARN seconds, red at or below DANGER
 WARN_S = 30.0
@@ -205,12 +207,14 @@ class MessageList(ScrollView, can_focus=True):
         #: a view's (search, dead letters) whole listing: its ready rows are numbered by their
         #: place in the queue's delivery order, not in the view (None: the rows are the queue)
         self.numbered_by: MessageColumns | None = None
-        self._places: dict[str, str] = {}  # id -> its number in numbered_by, as drawn
+        self._places: dict[str, int] = {}  # id -> its row in numbered_by (the screen found it)
 
-    def number_by(self, listing: MessageColumns | None) -> None:
-        if listing is not self.numbered_by:
-            self.numbered_by = listing
-            self._places = {}
+    def number_by(self, listing: MessageColumns | None, places: dict[str, int] | None = None) -> None:
+        """Number a view's rows by ``listing`` (None: by their own order); ``places``: id -> row
+        in ``listing`` of the view's messages (found off the drawing path: a lookup per drawn
+        row cost a pass over a million ids where they are not in text order)."""
+        self.numbered_by = listing
+        self._places = places if places is not None else {}
 
     # -- data -----------------------------------------------------------------------------
     def columns(self) -> Columns:
@@ -338,13 +342,14 @@ class MessageList(ScrollView, can_focus=True):
         # the cursor stays visible when the list gets shorter
         self.cursor = self.cursor
 
-    def _place(self, msg: Message, index: int) -> str:
-        """A view's ready row numbered in the whole queue (looked up once per id)."""
-        place = self._places.get(msg.id)
-        if place is None:
-            i = self.numbered_by.index_of(msg.id, index, msg.relpath)  # type: ignore[union-attr]
-            place = self._places[msg.id] = position_text(i + 1) if i is not None else "-"
-        return place
+    def _place(self, msg: Message) -> str:
+        """A view's ready row numbered in the whole queue; ``-`` unless that row is this
+        message, ready (received meanwhile, it is not in line any more)."""
+        whole, i = self.numbered_by, self._places.get(msg.id)
+        if whole is None or i is None or not 0 <= i < len(whole) or whole.ids[i] != msg.id \
+                or whole.states[i] != _READY_CODE:
+            return "-"
+        return position_text(i + 1)
 
     # -- drawing ------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
@@ -362,7 +367,7 @@ class MessageList(ScrollView, can_focus=True):
         mark = "●" if marked else " "
         pos = position_text(index + 1) if msg.state == READY else "-"
         if self.numbered_by is not None and msg.state == READY:
-            pos = self._place(msg, index)
+            pos = self._place(msg)
         age = humanize.duration(now - msg.created_at) if msg.created_at is not None else "-"
         left, level = countdown(msg, now)
         det = self.details.get(msg.id) if cols.wants_details else None

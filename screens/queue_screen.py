@@ -116,10 +116,14 @@ class QueueScreen(Screen[None]):
         """Progress of a search or a dead-letter pass: matches so far, messages read, done."""
 
         def __init__(self, token: int, matched: list[Message], read: int, total: int, done: bool,
-                     error: str | None = None) -> None:
+                     error: str | None = None, at: list[int] | None = None,
+                     listing: MessageColumns | None = None) -> None:
             super().__init__()
             self.token = token
             self.matched = matched
+            #: each match's row in ``listing`` (the listing the pass reads)
+            self.at = at or []
+            self.listing = listing
             self.read = read
             self.total = total
             self.done = done
@@ -150,6 +154,8 @@ class QueueScreen(Screen[None]):
         #: ("search", text) or ("dead", threshold) while a filtered view is shown
         self.view: tuple[str, str] | None = None
         self.view_matches: list[Message] = []
+        #: id -> row in the whole listing, of each match (a view numbers ready rows by it)
+        self.view_places: dict[str, int] = {}
         self.view_progress: tuple[int, int, bool] = (0, 0, True)
         self._view_token = 0
         self._view_cancel = threading.Event()
@@ -261,13 +267,15 @@ class QueueScreen(Screen[None]):
             if self.view is None:
                 lst.set_messages(cols, follow=follow)
             else:  # a filtered view keeps its matches that still exist
-                lst.number_by(cols)
                 kept = []
+                places = {}
                 for m in self.view_matches:
-                    i = cols.index_of(m.id, name=m.relpath)
+                    i = cols.index_of(m.id, self.view_places.get(m.id, 0), m.relpath)
                     if i is not None:
                         kept.append(cols.message(i))
-                self.view_matches = kept
+                        places[m.id] = i
+                self.view_matches, self.view_places = kept, places
+                lst.number_by(cols, places)
                 lst.set_messages(list(kept))
             self.update_header()
         self.update_title()
@@ -444,8 +452,9 @@ class QueueScreen(Screen[None]):
         self._view_token += 1
         self.view = view
         self.view_matches = []
+        self.view_places = {}
         self.view_progress = (0, len(self.all_messages), False)
-        self.query_one(MessageList).number_by(self.all_messages)
+        self.query_one(MessageList).number_by(self.all_messages, self.view_places)
         self.query_one(MessageList).set_messages([])
         self.update_status()
         self._filter_worker(self._view_token, self.all_messages, keep, cap, self._view_cancel)
@@ -454,6 +463,7 @@ class QueueScreen(Screen[None]):
         self._view_cancel.set()
         self.view = None
         self.view_matches = []
+        self.view_places = {}
         self.query_one(MessageList).number_by(None)
         self.query_one(MessageList).set_messages(self.all_messages)
         self.update_status()
@@ -464,6 +474,7 @@ class QueueScreen(Screen[None]):
                        cancel: threading.Event) -> None:
         """Read payloads one by one (never on the event loop); post matches as they come."""
         found: list[Message] = []
+        at: list[int] = []
         last = time.monotonic()
         for i, msg in enumerate(msgs):
             if cancel.is_set():
@@ -477,18 +488,26 @@ class QueueScreen(Screen[None]):
 
             if keep(msg, read):
                 found.append(msg)
+                at.append(i)
             if time.monotonic() - last > 0.15:
                 last = time.monotonic()
-                self.post_message(self.Filtered(token, found, i + 1, len(msgs), False))
-                found = []
-        self.post_message(self.Filtered(token, found, len(msgs), len(msgs), True))
+                self.post_message(self.Filtered(token, found, i + 1, len(msgs), False, at=at, listing=msgs))
+                found, at = [], []
+        self.post_message(self.Filtered(token, found, len(msgs), len(msgs), True, at=at, listing=msgs))
 
     def on_queue_screen_filtered(self, event: Filtered) -> None:
         if event.token != self._view_token or self.view is None:
             return  # a cancelled pass
         self.view_matches.extend(event.matched)
+        whole = self.all_messages
+        for m, i in zip(event.matched, event.at):
+            if event.listing is not whole:  # listed again since the pass began: its row now
+                i = whole.index_of(m.id, i, m.relpath)
+            if i is not None:
+                self.view_places[m.id] = i
         self.view_progress = (event.read, event.total, event.done)
         lst = self.query_one(MessageList)
+        lst.number_by(whole, self.view_places)
         if event.matched or event.done:
             lst.set_messages(list(self.view_matches))
         self.update_status()
@@ -553,8 +572,11 @@ class QueueScreen(Screen[None]):
             if self.listing is not None:
                 self.listing = self.all_messages  # what the next listing starts from
             self.view_matches = [m for m in self.view_matches if m.id not in done]
-            if self.view is not None:
-                lst.number_by(self.all_messages)
+            if self.view is not None:  # rows went: the matches' rows move up
+                whole, near = self.all_messages, self.view_places
+                places = {m.id: whole.index_of(m.id, near.get(m.id, 0), m.relpath) for m in self.view_matches}
+                self.view_places = {k: i for k, i in places.items() if i is not None}
+                lst.number_by(whole, self.view_places)
             lst.set_messages(lst.messages.without(done))
             lst.lost = None  # we removed it ourselves: nothing to report
         self.update_status()

@@ -74,6 +74,9 @@ class Operations:
             msg = str(err) if isinstance(err, QConsoleError) else f"{err.filename or ''}: {err.strerror}"
             self._audit(queue, action, outcome="error", error=msg, **fields)
             raise
+        except Exception as err:  # a fault of ours (or a caller's callback): still on record
+            self._audit(queue, action, outcome="error", error=f"{type(err).__name__}: {err}"[:500], **fields)
+            raise
         outcome = "ok" if not result.skipped else ("partial" if result.done else "changed underneath")
         self._audit(queue, action, outcome=outcome, ids=result.done[:1000], count=len(result.done),
                     skipped=[list(s) for s in result.skipped[:1000]], batch=result.batch, **fields)

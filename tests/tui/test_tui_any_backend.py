@@ -314,3 +314,74 @@ async def test_a_publish_that_fails_unexpectedly_says_so_and_the_form_works_agai
         errors = [e.text for e in app.log_entries if e.severity == "error"]
         assert errors and "RuntimeError: a fault of ours" in errors[-1]
         assert "ctrl+s publishes" in screen_text(app)  # not "publishing…" for ever
+
+
+class TickingRemove(MemoryBackend):
+    """A purge of 200 messages that reports progress as it goes, a little at a time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.queues["jobs"] = {f"m{i}": ["ready", b"x", 0, None] for i in range(200)}
+        self.finished = False
+        self.go_on = threading.Event()  # the second half waits for the test
+
+    def remove(self, action: str, queue: str, msgs: Any, *, use_trash: bool, user: str) -> Any:
+        for i, m in enumerate(msgs):
+            if i == len(msgs) // 2:
+                assert self.go_on.wait(10)
+            self.tick(i, len(msgs))
+            del self.queues[queue][m.id]
+        self.finished = True
+        return [(m.id, None) for m in msgs], None
+
+
+def test_quitting_during_a_bulk_change_does_not_stop_it_part_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real app's run (its own event loop, closed when it quits), quit with ctrl+q while
+    a purge reports progress: the purge goes on to its end (a progress report once raised
+    "App is not running" inside the change and stopped it half done)."""
+    import threading
+    import time
+
+    from qconsole.screens import app as app_module
+    from qconsole.screens.app import QConsoleApp
+
+    monkeypatch.setattr(app_module, "PROGRESS_EVERY_S", 0.0)
+    backend = TickingRemove()
+    app = QConsoleApp([backend], interval=0, live_countdown=False, clock=Clock(), audit_log=os.devnull)
+    under_way = []
+
+    async def operator(pilot: Any) -> None:
+        await settle(pilot)
+        app.run_operation(backend, "purge", lambda ops: ops.purge("jobs"))
+        for _ in range(200):
+            await pilot.pause(0.01)
+            if app.running:
+                break
+        under_way.append(bool(app.running))
+        # its second half reports progress once the app is gone (the app's run waits for it)
+        threading.Timer(0.5, backend.go_on.set).start()
+        await pilot.press("ctrl+q")
+
+    app.run(headless=True, size=(80, 24), auto_pilot=operator)
+    assert under_way == [True]  # quit while it ran, and said so
+    deadline = time.monotonic() + 10
+    while not backend.finished and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert backend.finished and backend.queues["jobs"] == {}
+
+
+async def test_an_operation_that_fails_unexpectedly_is_on_the_audit_record(tmp_path: Any) -> None:
+    import json
+
+    from qconsole.screens.app import QConsoleApp
+
+    log = str(tmp_path / "audit.log")
+    app = QConsoleApp([BrokenPublish()], interval=0, live_countdown=False, clock=Clock(), audit_log=log)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start_publish(pilot, "x")
+        await settle(pilot)
+    lines = [json.loads(ln) for ln in open(log)]
+    assert lines and lines[-1]["action"] == "publish" and lines[-1]["outcome"] == "error"
+    assert "RuntimeError: a fault of ours" in lines[-1]["error"]

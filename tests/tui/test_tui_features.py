@@ -363,3 +363,52 @@ async def test_a_search_view_numbers_ready_rows_by_their_place_in_the_queue(root
         await pilot.pause()
         row = next(ln for ln in screen_text(app).splitlines() if late.id in ln)
         assert row.split()[0] == "6"
+
+
+async def test_a_view_number_follows_the_queue_when_its_head_is_consumed(roots: tuple[str, str]) -> None:
+    _, vroot = roots
+    app = make_app([vroot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "orders")
+        full = screen.all_messages
+        await pilot.press("slash", *"1005", "enter")
+        await settle(pilot)
+        row = next(ln for ln in screen_text(app).splitlines() if "1714564205" in ln)
+        assert row.split()[0] == "6", row
+        for i in range(3):  # a consumer takes the first three
+            os.unlink(os.path.join(vroot, "orders", full.relpath(i)))
+        await pilot.press("g")
+        await settle(pilot)
+        row = next(ln for ln in screen_text(app).splitlines() if "1714564205" in ln)
+        assert row.split()[0] == "3", row
+
+
+async def test_a_match_received_while_the_search_runs_is_not_numbered_in_line(tmp_path: Any) -> None:
+    from test_tui_bugs import vsqs_queue
+
+    root = str(tmp_path / "v")
+    names = vsqs_queue(root, "q", 10)
+    target = names[7]  # 8th in line; its payload is "message 7"
+    gate = threading.Event()
+    app = make_app([root])
+    async with app.run_test(size=(100, 24)) as pilot:
+        screen = await open_queue(pilot, "q")
+        read = screen.qroot.read_payload
+
+        def held_after_the_match(msg: Any, cap: Any) -> Any:
+            if msg.id == names[8]:  # the pass found the target and has not posted it yet
+                assert gate.wait(10)
+            return read(msg, cap)
+
+        screen.qroot.read_payload = held_after_the_match
+        await pilot.press("slash", *"message 7", "enter")
+        await pilot.pause(0.3)
+        # a consumer receives it meanwhile (VSQS: renamed id.deadline), and the screen lists again
+        os.rename(os.path.join(root, "q", target), os.path.join(root, "q", f"{target}.{int((FIXED_NOW + 300) * 1e6)}"))
+        screen.rescan()
+        await pilot.pause(0.5)
+        gate.set()
+        await settle(pilot)
+        await pilot.pause(0.3)
+        rows = [ln for ln in screen_text(app).splitlines() if target in ln]
+        assert rows and rows[0].split()[0] == "-", rows  # not "10" of 9 ready ones
