@@ -267,16 +267,10 @@ class QueueScreen(Screen[None]):
             if self.view is None:
                 lst.set_messages(cols, follow=follow)
             else:  # a filtered view keeps its matches that still exist
-                kept = []
-                places = {}
-                for m in self.view_matches:
-                    i = cols.index_of(m.id, self.view_places.get(m.id, 0), m.relpath)
-                    if i is not None:
-                        kept.append(cols.message(i))
-                        places[m.id] = i
-                self.view_matches, self.view_places = kept, places
+                places = self.view_places = self._placed(cols)
+                self.view_matches = [cols.message(places[m.id]) for m in self.view_matches if m.id in places]
                 lst.number_by(cols, places)
-                lst.set_messages(list(kept))
+                lst.set_messages(list(self.view_matches))
             self.update_header()
         self.update_title()
         self.update_status()
@@ -495,6 +489,16 @@ class QueueScreen(Screen[None]):
                 found, at = [], []
         self.post_message(self.Filtered(token, found, len(msgs), len(msgs), True, at=at, listing=msgs))
 
+    def _placed(self, whole: MessageColumns) -> dict[str, int]:
+        """id -> row in ``whole`` of each match of the view still there (looked for near its
+        last row: rows that went before it move it up a few)."""
+        near, out = self.view_places, {}
+        for m in self.view_matches:
+            i = whole.index_of(m.id, near.get(m.id, 0), m.relpath)
+            if i is not None:
+                out[m.id] = i
+        return out
+
     def on_queue_screen_filtered(self, event: Filtered) -> None:
         if event.token != self._view_token or self.view is None:
             return  # a cancelled pass
@@ -573,10 +577,8 @@ class QueueScreen(Screen[None]):
                 self.listing = self.all_messages  # what the next listing starts from
             self.view_matches = [m for m in self.view_matches if m.id not in done]
             if self.view is not None:  # rows went: the matches' rows move up
-                whole, near = self.all_messages, self.view_places
-                places = {m.id: whole.index_of(m.id, near.get(m.id, 0), m.relpath) for m in self.view_matches}
-                self.view_places = {k: i for k, i in places.items() if i is not None}
-                lst.number_by(whole, self.view_places)
+                self.view_places = self._placed(self.all_messages)
+                lst.number_by(self.all_messages, self.view_places)
             lst.set_messages(lst.messages.without(done))
             lst.lost = None  # we removed it ourselves: nothing to report
         self.update_status()

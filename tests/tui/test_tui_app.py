@@ -62,6 +62,13 @@ async def open_queue(pilot: Any, name: str) -> QueueScreen:
     return pilot.app.screen
 
 
+async def open_settings(pilot: Any, queue: str) -> None:
+    """The settings screen of ``queue``, from its queue screen (``s``)."""
+    await open_queue(pilot, queue)
+    await pilot.press("s")
+    await settle(pilot)
+
+
 def rendered(renderable: Any, width: int = 200) -> str:
     console = Console(file=io.StringIO(), width=width, color_system=None, legacy_windows=False)
     with console.capture() as cap:
@@ -294,9 +301,7 @@ async def test_settings_validate_as_you_type_and_save(roots: tuple[str, str]) ->
     droot, _ = roots
     app = make_app([droot])
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_queue(pilot, "emails")
-        await pilot.press("s")
-        await settle(pilot)
+        await open_settings(pilot, "emails")
         box = app.screen.query_one("#queue--message_timeout")
         box.value = "soon"
         await pilot.pause()
@@ -327,9 +332,7 @@ async def test_settings_clearing_a_queue_field_removes_the_key(roots: tuple[str,
     root_before = open(os.path.join(droot, "ddmq.yaml"), "rb").read()
     app = make_app([droot])
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_queue(pilot, "reports")
-        await pilot.press("s")
-        await settle(pilot)
+        await open_settings(pilot, "reports")
         status = app.screen.query_one("#serror")
         assert "unknown keys are kept" in str(status.content)  # nothing pending yet
         # an empty field that stays empty changes nothing; clearing one that had a value removes it
@@ -455,9 +458,7 @@ async def test_settings_saving_the_root_and_the_queue_says_both(roots: tuple[str
     droot, _ = roots
     app = make_app([droot])
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_queue(pilot, "emails")
-        await pilot.press("s")
-        await settle(pilot)
+        await open_settings(pilot, "emails")
         app.screen.query_one("#root--message_timeout").value = "50"
         app.screen.query_one("#queue--message_timeout").value = "45"
         await pilot.pause()
