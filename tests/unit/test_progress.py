@@ -62,6 +62,46 @@ def test_batched_ddmq_requeue_reports_progress_and_keeps_every_message(tmp_path,
     assert open_target(root).scan_queue("q").counts["ready"] == 300
 
 
+def test_a_batch_syncs_while_the_one_before_commits_and_two_at_most_are_claimed(tmp_path, monkeypatch):
+    """The pipeline: batch k+1's fsyncs are handed out before batch k's commit renames, and no
+    more than two batches' messages are ever claimed at once (what a kill leaves claimed)."""
+    root = str(tmp_path / "d")
+    b = ddmq_broker(root, "q")
+    texts = {f"m-{i}" for i in range(40)}
+    for t in sorted(texts):
+        b.publish("q", t, clean=False)
+    b.consume("q", n=40, clean=False)
+    size = 8
+    monkeypatch.setattr(type(open_target(root)), "REQUEUE_BATCH", size)
+    work = os.path.join(root, "q", "work")
+    events: list[str] = []
+    most = [0]
+    real_acquire, real_start, real_journal = claims.Claim.acquire, batches.BatchWriter._start_sync, \
+        batches.BatchWriter._write_journal
+
+    def acquire(self):
+        most[0] = max(most[0], sum(n.startswith(".qconsole-claim-") for n in os.listdir(work)))
+        return real_acquire(self)
+
+    def start(self):
+        events.append("sync")
+        return real_start(self)
+
+    def journal(self, entries):
+        events.append("commit")
+        return real_journal(self, entries)
+
+    monkeypatch.setattr(claims.Claim, "acquire", acquire)
+    monkeypatch.setattr(batches.BatchWriter, "_start_sync", start)
+    monkeypatch.setattr(batches.BatchWriter, "_write_journal", journal)
+    res = _ops(root).requeue("q", all_held=True)
+    assert len(res.done) == 40 and not res.skipped
+    assert events == ["sync", "sync", "commit", "sync", "commit", "sync", "commit", "sync", "commit", "commit"]
+    assert size < most[0] <= 2 * size
+    found, odd = inventory(root, "ddmq")
+    assert not odd and set(found) == texts and set(found.values()) == {1}
+
+
 def test_an_error_mid_batch_puts_every_claimed_message_back(tmp_path, monkeypatch):
     root = str(tmp_path / "d")
     b = ddmq_broker(root, "q")

@@ -16,8 +16,12 @@ directory:
    to a tmp of the batch's own token, fsynced, renamed to its name, its directory fsynced:
    a journal under its name is always whole (a torn one is planted, never ours);
 4. per entry: commit rename, drop the claim, drop the tmp when it is a second link of the
-   copy (VSQS) -- while the claim is there, so is that link: the proof of the commit;
-5. the journal goes.
+   copy (VSQS) -- while the claim is there, so is that link: the proof of the commit (the
+   drops of an entry run in order on a thread, after its rename);
+5. the journal goes, once every entry's drops are done.
+
+A batch's barrier runs while this thread commits the batch before it and prepares the next
+(:class:`BatchWriter`), so at most two batches are claimed at once.
 
 :func:`recover_batches`, per entry of a dead process's journal: no claim -> committed and
 cleaned (a leftover tmp link goes); commit source still there -> not committed: the copy
@@ -46,6 +50,8 @@ from .claims import (BATCH, CLAIM, TMP, Claim, Owned, Placement, RecoverReport, 
 BATCH_SIZE = 256
 #: fsyncs in flight at once at a barrier: concurrent fsyncs share the journal's commits
 SYNC_THREADS = 16
+#: unlinks in flight at once at a commit (the claimed originals': each frees written blocks)
+DROP_THREADS = 4
 SCHEMA = "qconsole.batch/1"
 MAX_BATCH_JOURNAL_BYTES = 1 << 20
 MAX_ENTRIES = 4096
@@ -71,15 +77,24 @@ class BatchWriter:
     ``journal_dir``: the source queue's directory (claims are in it or its ``work/``);
     ``check(entries)``: called after the barrier, before the journal, may re-place copies.
     Use as a context manager: on an error, what is not committed is undone and the error
-    propagates; the fsync threads are always shut down.
+    propagates; the worker threads are always shut down.
+
+    Pipelined: a full batch's fsyncs start at once and the batch is committed when the next
+    one is full (or at :meth:`flush`), so the disk syncs one batch while this thread commits
+    the one before and prepares the next (they took turns: ~a quarter of a requeue's time was
+    spent waiting on the barrier alone). At most two batches are claimed at once.
     """
 
     def __init__(self, c: safety.Confined, journal_dir: str, dest_queue: str, *, size: int = BATCH_SIZE,
                  check: Callable[[list[Entry]], None] | None = None) -> None:
         self.c, self.journal_dir, self.dest, self.size, self.check = c, journal_dir, dest_queue, size, check
-        self.pending: list[Entry] = []
+        self.pending: list[Entry] = []  # being prepared
+        #: the batch whose fsyncs run, not committed yet: (entries, their fsyncs)
+        self.syncing: tuple[list[Entry], list[Future]] | None = None
+        self.failed: list[Entry] = []  # of a batch whose commit raised (abort() judges them)
         self.journal: str | None = None  # of the batch being committed
         self.pool = ThreadPoolExecutor(SYNC_THREADS)
+        self.drops = ThreadPoolExecutor(DROP_THREADS)
 
     def __enter__(self) -> BatchWriter:
         return self
@@ -90,65 +105,75 @@ class BatchWriter:
                 self.abort()
         finally:
             self.pool.shutdown(wait=True)
+            self.drops.shutdown(wait=True)
 
     def add(self, key: Any, claim: Claim, placement: Placement, fd: int | None) -> list[Any]:
         """Take a prepared copy (``fd``: its tmp, written, still open: synced and closed at the
-        batch's barrier); the keys committed by this call (a full batch commits)."""
+        batch's barrier); the keys committed by this call (the batch before a full one)."""
         self.pending.append(Entry(key, claim, placement, fd))
-        return self.flush() if len(self.pending) >= self.size else []
+        if len(self.pending) < self.size:
+            return []
+        prior, self.syncing = self.syncing, self._start_sync()
+        return self._commit(*prior) if prior is not None else []
 
     def __len__(self) -> int:
-        return len(self.pending)
+        return len(self.pending) + (len(self.syncing[0]) if self.syncing is not None else 0)
 
     def flush(self) -> list[Any]:
+        """Commit everything taken; the keys committed."""
+        done: list[Any] = []
+        if self.syncing is not None:
+            prior, self.syncing = self.syncing, None
+            done += self._commit(*prior)
+        if self.pending:
+            done += self._commit(*self._start_sync())
+        return done
+
+    def _start_sync(self) -> tuple[list[Entry], list[Future]]:
+        """The pending batch's copies handed to the fsync threads (each closed there)."""
         entries, self.pending = self.pending, []
-        if not entries:
-            return []
+        futures: list[Future] = []
+        for e in entries:
+            if e.fd is not None:
+                futures.append(self.pool.submit(_sync_close, e.fd))
+                e.fd = None  # closed by _sync_close whatever happens
+        return entries, futures
+
+    def _commit(self, entries: list[Entry], futures: list[Future]) -> list[Any]:
         try:
-            self._barrier(entries)
+            _first_error(futures)  # the barrier: every copy of the batch on disk
             if self.check is not None:
                 self.check(entries)
             for e in entries:
                 safety.check_name(e.placement.final, "message name")
             journal = self._write_journal(entries)
         except BaseException:
-            self.pending = entries
+            self.failed = entries
             raise
         c = self.c
-        i = 0
+        drops: list[Future] = []
         try:
-            for i, e in enumerate(entries):
+            for e in entries:
                 p = e.placement
                 src = os.path.join(p.dest_dir, p.commit_from)
                 if not c.rename(src, os.path.join(p.dest_dir, p.final)):
                     # only we know the tmp/.new name: left with the journal for recover
                     raise OSError(errno.ENOENT, "commit rename lost its source", src)
-                c.unlink(e.claim.path)  # a claim left means "maybe not committed"
-                if p.tmp and p.tmp != p.commit_from:  # after the claim: it is the proof of the commit
-                    c.unlink(os.path.join(p.dest_dir, p.tmp))
+                # a claim left means "maybe not committed"; the tmp link (VSQS) goes after the
+                # claim: while the claim is there, it is the proof of the commit. Unlinks free
+                # the claimed original's blocks, which threads do side by side (~1.5-2x)
+                gone = [c.at(e.claim.path)]
+                if p.tmp and p.tmp != p.commit_from:
+                    gone.append(c.at(os.path.join(p.dest_dir, p.tmp)))
+                drops.append(self.drops.submit(_unlink_all, gone))
+            _first_error(drops)
         except BaseException:
-            self.pending = entries[i:]  # abort() judges each on disk: committed or not
+            _first_error(drops, quiet=True)  # no unlink left running when abort() judges
+            self.failed = entries  # abort() judges each on disk: committed or not
             raise
         c.unlink(journal)
         self.journal = None
         return [e.key for e in entries]
-
-    def _barrier(self, entries: list[Entry]) -> None:
-        """fsync every open copy of the batch at once; each descriptor is closed, the first
-        error raised."""
-        futures: list[Future] = []
-        for e in entries:
-            if e.fd is not None:
-                futures.append(self.pool.submit(_sync_close, e.fd))
-                e.fd = None  # closed by _sync_close whatever happens
-        first: BaseException | None = None
-        for f in futures:
-            try:
-                f.result()
-            except BaseException as err:
-                first = first or err
-        if first is not None:
-            raise first
 
     def _write_journal(self, entries: list[Entry]) -> str:
         token = new_token()
@@ -168,10 +193,15 @@ class BatchWriter:
         return path
 
     def abort(self) -> None:
-        """Undo every pending entry whose copy is not committed: copy dropped, message put
+        """Undo every entry taken whose copy is not committed: copy dropped, message put
         back. Without a journal nothing was committed; with one, an entry whose commit source
         is gone was, and keeps its claim (and the journal) for recover."""
-        entries, self.pending = self.pending, []
+        entries, pending, self.failed, self.pending = self.failed, self.pending, [], []
+        if self.syncing is not None:
+            (more, futures), self.syncing = self.syncing, None
+            _first_error(futures, quiet=True)  # their descriptors closed before we judge
+            entries = entries + more
+        entries += pending
         judge = self.journal is not None
         left_claimed = False
         for e in entries:
@@ -198,6 +228,27 @@ class BatchWriter:
         if self.journal is not None and not left_claimed:
             self.c.unlink(self.journal)  # nothing of it left to decide
             self.journal = None
+
+
+def _unlink_all(at: list[tuple[int, str]]) -> None:
+    """Unlink each (directory descriptor, name) in order; a name already gone is fine."""
+    for fd, name in at:
+        try:
+            os.unlink(name, dir_fd=fd)
+        except FileNotFoundError:
+            pass
+
+
+def _first_error(futures: list[Future], *, quiet: bool = False) -> None:
+    """Wait for every future; raise the first error (unless ``quiet``)."""
+    first: BaseException | None = None
+    for f in futures:
+        try:
+            f.result()
+        except BaseException as err:
+            first = first or err
+    if first is not None and not quiet:
+        raise first
 
 
 def drop_tmp(c: safety.Confined, dest_dir: str, token: str) -> None:
