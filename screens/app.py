@@ -23,6 +23,7 @@ from qconsole.errors import QConsoleError
 from qconsole.output.nagios import Thresholds
 from qconsole.safetext import escape_controls, safe_name
 
+from .dialogs import ConfirmScreen
 from .help_screen import HelpScreen
 from .log_screen import LogEntry, LogScreen
 from .peek_screen import PeekScreen
@@ -232,8 +233,20 @@ class QConsoleApp(App[None]):
         if not self.undo_stack:
             self.say("nothing to undo: no delete or purge in this session", "warning")
             return
-        root, batch, _queue, _what = self.undo_stack.pop()
-        self.run_operation(root, "undo", lambda ops: ops.trash_restore(batch), after)
+        entry = self.undo_stack[-1]
+        root, batch, queue, what = entry
+        where = f" (root {root.target})" if len(self.roots) > 1 else ""
+
+        def answered(yes: bool | None) -> None:
+            # the stack may have changed while the question was open: undo the entry asked about
+            if not yes or entry not in self.undo_stack:
+                return
+            self.undo_stack.remove(entry)
+            self.run_operation(root, "undo", lambda ops: ops.trash_restore(batch), after)
+
+        # u may be pressed on another queue than the change's: say which change goes back
+        self.push_screen(ConfirmScreen(f"Undo: restore the last change of {safe_name(queue or '?')}{where}?",
+                                       what), answered)
 
     def forget_undo(self, root: Backend, batch: str) -> None:
         """A batch restored another way (the trash screen): u no longer points at it."""

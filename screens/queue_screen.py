@@ -567,9 +567,11 @@ class QueueScreen(Screen[None]):
         return self.query_one(MessageList).selection()
 
     def _after(self, result: object) -> None:
-        """After a change: what was done leaves the list at once (the cursor keeps its place), then rescan."""
+        """After a change: what was done leaves the list at once (the cursor keeps its place), then rescan.
+        A change that failed (``result`` None) keeps the marks: the operator may try again."""
         lst = self.query_one(MessageList)
-        lst.marked.clear()
+        if result is not None:
+            lst.marked.clear()
         done = set(getattr(result, "done", ()) or ())
         if done:
             self.all_messages = self.all_messages.without(done)
@@ -592,19 +594,26 @@ class QueueScreen(Screen[None]):
             return
         ids = [m.id for m in msgs]
         q = self.queue
-        now = self.qapp.clock()
-        live = [m for m in msgs if shown_state(m, now) == INFLIGHT]
 
         def go() -> None:
-            self.qapp.run_operation(self.qroot, "requeue", lambda ops: ops.requeue(q, ids), self._after)
+            # a marked message consumed meanwhile is skipped (said in the summary), not a failure
+            self.qapp.run_operation(self.qroot, "requeue", lambda ops: ops.requeue(q, ids, missing="skip"),
+                                    self._after)
 
+        self._unless_in_flight(msgs, "Requeue", "requeued", go,
+                               "Expired ones are safe to requeue (R requeues every expired).")
+
+    def _unless_in_flight(self, msgs: list[Message], verb: str, done: str, go: Callable[[], None],
+                          more: str = "") -> None:
+        """``go()`` at once, or after a yes when some of ``msgs`` are still in flight."""
+        live = sum(shown_state(m, self.qapp.clock()) == INFLIGHT for m in msgs)
         if not live:
             go()
             return
         self.app.push_screen(ConfirmScreen(
-            f"Requeue {len(ids)} message(s)? {len(live)} still in flight",
-            "A consumer may be working on them right now: requeued, they can be delivered "
-            "and processed twice. Expired ones are safe to requeue (R requeues every expired)."),
+            f"{verb} {len(msgs)} message(s)? {live} still in flight",
+            f"A consumer may be working on them right now: {done}, they can be delivered "
+            f"and processed twice. {more}".rstrip()),
             lambda yes: go() if yes else None)
 
     def action_requeue_expired(self) -> None:
@@ -630,7 +639,8 @@ class QueueScreen(Screen[None]):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.qapp.run_operation(self.qroot, "delete", lambda ops: ops.delete(q, ids), self._after)
+                self.qapp.run_operation(self.qroot, "delete", lambda ops: ops.delete(q, ids, missing="skip"),
+                                        self._after)
 
         self.app.push_screen(ConfirmScreen(f"Delete {len(ids)} message(s) from {safe_name(q)}?",
                                            f"{named}\n{where}"), answered)
@@ -655,10 +665,11 @@ class QueueScreen(Screen[None]):
     def action_move(self) -> None:
         if self.qapp.refuse_if_read_only("move"):
             return
-        ids = [m.id for m in self._selection()]
-        if not ids:
+        msgs = self._selection()
+        if not msgs:
             return
-        self._names_worker(ids)
+        ids = [m.id for m in msgs]
+        self._unless_in_flight(msgs, "Move", "moved", lambda: self._names_worker(ids))
 
     @work(thread=True, exit_on_error=False, group="names")
     def _names_worker(self, ids: list[str]) -> None:
@@ -676,7 +687,8 @@ class QueueScreen(Screen[None]):
 
         def picked(dest: str | None) -> None:
             if dest:
-                self.qapp.run_operation(self.qroot, "move", lambda ops: ops.move(q, dest, ids), self._after)
+                self.qapp.run_operation(self.qroot, "move", lambda ops: ops.move(q, dest, ids, missing="skip"),
+                                        self._after)
 
         self.app.push_screen(PickQueueScreen(f"Move {len(ids)} message(s) to…", names), picked)
 

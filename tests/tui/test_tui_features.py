@@ -205,7 +205,13 @@ async def test_u_undoes_the_last_delete_and_the_trash_view_restores(roots: tuple
         await pilot.press("d", "y")
         await settle(pilot)
         assert first.id not in files(qdir)
-        await pilot.press("u")
+        await pilot.press("u")  # asks first, naming the queue the change was made in
+        await settle(pilot)
+        assert "Undo: restore the last change of orders?" in screen_text(app)
+        await pilot.press("n")
+        await settle(pilot)
+        assert first.id not in files(qdir) and len(app.undo_stack) == 1
+        await pilot.press("u", "y")
         await settle(pilot)
         assert files(qdir) == before
         await pilot.press("u")  # nothing left to undo: says so, changes nothing

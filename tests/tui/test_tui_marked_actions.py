@@ -1,0 +1,104 @@
+"""Actions on marked messages of a live queue: a message consumed meanwhile is skipped, not
+a failure; a move of messages a consumer holds asks first, as a requeue does."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+pytest.importorskip("textual")
+
+from qconsole.demo import FIXED_NOW  # noqa: E402
+from tui_helpers import make_app, open_queue, screen_text, settle  # noqa: E402
+
+
+def vsqs_root(tmp_path: Any, ready: int, held: int = 0) -> str:
+    """A VSQS root: queue ``q`` (``ready`` ready, ``held`` in flight past FIXED_NOW) and ``dest``."""
+    root = str(tmp_path / "v")
+    for q in ("q", "dest"):
+        os.makedirs(os.path.join(root, q))
+    for i in range(ready + held):
+        mid = int((FIXED_NOW - 5000 + i) * 1_000_000)
+        name = f"{mid}.{int((FIXED_NOW + 600) * 1_000_000)}" if i >= ready else str(mid)
+        with open(os.path.join(root, "q", name), "w") as fh:
+            fh.write(f"message {i}")
+    return root
+
+
+def the_list(screen: Any) -> Any:
+    from qconsole.screens.message_list import MessageList
+
+    return screen.query_one(MessageList)
+
+
+@pytest.mark.parametrize("keys", [("d", "y"), ("r",)])
+async def test_a_marked_message_consumed_meanwhile_is_skipped_and_the_rest_done(tmp_path: Any,
+                                                                                 keys: tuple[str, ...]) -> None:
+    root = vsqs_root(tmp_path, ready=0, held=4) if keys == ("r",) else vsqs_root(tmp_path, ready=4)
+    qdir = os.path.join(root, "q")
+    app = make_app([root])
+    async with app.run_test(size=(100, 24)) as pilot:
+        screen = await open_queue(pilot, "q")
+        await pilot.press("a")  # every row marked
+        await settle(pilot)
+        gone = the_list(screen).messages[0]
+        os.unlink(os.path.join(qdir, gone.name))  # a consumer acked it behind the console's back
+        await pilot.press(*keys)
+        if keys == ("r",):
+            await settle(pilot)
+            assert "still in flight" in screen_text(app)
+            await pilot.press("y")
+        await settle(pilot)
+        said = " ".join(e.text for e in app.log_entries)
+        assert "3 done, 1 skipped (1 not in the queue any more)" in said, said
+        left = os.listdir(qdir)
+        if keys == ("r",):  # the three others are ready again
+            assert sorted(left) == sorted(n.partition(".")[0] for n in left) and len(left) == 3
+        else:
+            assert left == []
+        assert not the_list(screen).marked
+
+
+async def test_a_change_that_failed_keeps_the_marks(tmp_path: Any) -> None:
+    root = vsqs_root(tmp_path, ready=3)
+    app = make_app([root])
+    async with app.run_test(size=(100, 24)) as pilot:
+        screen = await open_queue(pilot, "q")
+        await pilot.press("space", "space")
+        await settle(pilot)
+        marked = set(the_list(screen).marked)
+        assert len(marked) == 2
+        os.rename(os.path.join(root, "q"), os.path.join(root, "q-away"))  # the delete finds no queue
+        try:
+            await pilot.press("d", "y")
+            await settle(pilot)
+        finally:
+            os.rename(os.path.join(root, "q-away"), os.path.join(root, "q"))
+        assert any(e.text.startswith("delete:") and e.severity == "error" for e in app.log_entries)
+        assert set(the_list(screen).marked) == marked  # the operator may try again
+        assert len(os.listdir(os.path.join(root, "q"))) == 3
+
+
+async def test_moving_messages_in_flight_asks_first(tmp_path: Any) -> None:
+    root = vsqs_root(tmp_path, ready=1, held=2)
+    app = make_app([root])
+    async with app.run_test(size=(100, 24)) as pilot:
+        await open_queue(pilot, "q")
+        await pilot.press("f", "m")  # every in-flight message marked, then move
+        await settle(pilot)
+        text = screen_text(app)
+        assert "Move 2 message(s)? 2 still in flight" in text and "processed twice" in text
+        await pilot.press("n")
+        await settle(pilot)
+        assert "Move 2 message(s) to" not in screen_text(app)
+        await pilot.press("m")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert "Move 2 message(s) to" in screen_text(app)  # then the destination is asked
+        await pilot.press("enter")
+        await settle(pilot)
+        assert len(os.listdir(os.path.join(root, "dest"))) == 2
+        assert len(os.listdir(os.path.join(root, "q"))) == 1
