@@ -342,3 +342,53 @@ def test_infinite_scores_planted_by_hand_count_and_show_without_a_traceback(node
     assert listed[0]["id"] == "0000000000minus"  # -inf: what the consumer meets first
     peeked = json.loads(qconsole("peek", "inf", "zzzzzzzzzzplus", "-r", url, "--json").stdout)  # strict JSON
     assert peeked["id"] == "zzzzzzzzzzplus"
+
+
+def test_a_message_sent_between_the_count_and_the_read_hides_no_other(pyrsmq, url, r, ns, monkeypatch):
+    """A client's send (or delete) between the scan's counts and its reads shifts every rank:
+    a read by rank then lost the newest hidden message. Reads by score lose none."""
+    pyrsmq.createQueue(qname="live").execute()
+    for i in range(3):
+        pyrsmq.sendMessage(qname="live", message=f"ready {i}").execute()
+    for i in range(3):
+        pyrsmq.sendMessage(qname="live", message=f"later {i}", delay=100).execute()
+    backend = open_target(url)
+    real = backend._pipe
+    sent = []
+
+    def pipe():  # the counts' round trip, then another client's send
+        p = real()
+        execute = p.execute
+
+        def and_then_a_send():
+            out = execute()
+            if not sent:
+                sent.append(pyrsmq.sendMessage(qname="live", message="meanwhile").execute())
+            return out
+
+        p.execute = and_then_a_send
+        return p
+
+    monkeypatch.setattr(backend, "_pipe", pipe)
+    scan = backend.scan_queue("live", collect=True)
+    assert sent and scan.counts["delayed"] == 3, scan.counts
+    assert sorted(m.id for m in scan.messages if m.state == "delayed") == sorted(
+        m.decode() for m in r.zrangebyscore(f"{ns}:live", f"({int(time.time() * 1000)}", "+inf"))
+    backend.close()
+
+
+def test_reading_by_score_in_chunks_takes_every_member_once_across_tied_scores(r, url, ns, monkeypatch):
+    """The score cursor of a chunked read: runs of one score longer than a chunk, and ones
+    that end exactly at a chunk's end, are each read once, in Redis's order."""
+    from qconsole.backends.rsmq import backend as rb
+
+    monkeypatch.setattr(rb, "CHUNK", 2)
+    monkeypatch.setattr(rb, "PIPELINE", 2)  # 4 members a read
+    key = f"{ns}:scores"
+    scores = [5] * 9 + [6] * 4 + [7, 8, 8, 8, 8] + [9] * 3 + [float("inf")] * 2
+    r.zadd(key, {f"m{i:02d}": s for i, s in enumerate(scores)})
+    backend = open_target(url)
+    for low, high in (("-inf", "+inf"), ("(5", "+inf"), ("-inf", "8"), ("6", "(9")):
+        want = r.zrangebyscore(key, low, high, withscores=True)
+        assert backend._by_score(key, low, high) == want, (low, high)
+    backend.close()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import secrets
 import string
 import time
+from operator import itemgetter
 
 from ...errors import OperationError, QueueNameError, RootError, SettingsError, UnknownQueueError
 from ...model import Message, QueueScan, RootScan
@@ -106,6 +107,15 @@ def member(mid: str) -> bytes:
     surrogateescape, which redis-py (and hiredis, which packs str itself) cannot encode. So an id
     goes back to Redis only through here, always as bytes, byte-identical to what was read."""
     return mid.encode("utf-8", "surrogateescape")
+
+
+def _bound(score: float) -> str:
+    """A score as an inclusive Redis range bound (exact: repr round-trips a float)."""
+    if score == float("inf"):
+        return "+inf"
+    if score == float("-inf"):
+        return "-inf"
+    return repr(score)
 
 
 def _int(value: Any, default: int | None = None) -> int | None:
@@ -387,6 +397,29 @@ class RsmqBackend(Backend):
                 out.extend(chunk)
         return out
 
+    def _by_score(self, key: str, low: str, high: str) -> list[tuple[bytes, float]]:
+        """Members (raw bytes) with scores in ``low``..``high`` (Redis bounds), in score order, read
+        in chunks from a score cursor. Ranks shift whenever a client adds or removes a member
+        below them, so a range by rank taken after a count missed members at its top end (the
+        newest delayed or latest held message, one scan in three beside live clients)."""
+        out: list[tuple[bytes, float]] = []
+        step = CHUNK * PIPELINE
+        skip = 0  # members at the cursor's score already taken (ties: same ms)
+        cursor: float | None = None
+        while True:
+            part = self._call(self._client.zrangebyscore, key, low, high, start=skip, num=step, withscores=True)
+            out.extend(part)
+            if len(part) < step:
+                return out
+            edge = part[-1][1]
+            tied = 0
+            for _m, sc in reversed(part):
+                if sc != edge:
+                    break
+                tied += 1
+            skip = tied + (skip if edge == cursor else 0)
+            cursor, low = edge, _bound(edge)
+
     def _fields(self, hkey: str, ids: list[bytes], suffixes: tuple[bytes, ...]) -> list[list[Any]]:
         """HMGET of ``id + suffix`` for each id, CHUNK ids a command, pipelined."""
         out: list[list[Any]] = []
@@ -417,11 +450,14 @@ class RsmqBackend(Backend):
         exact = collect or force_exact or visible <= EXACT_VISIBLE
         tally = _Tally()
         # plain reads: the members by rank and their receive counts by HMGET, in chunks
-        hidden_members = self._range(zkey, visible, total - 1) if hidden else []
+        hidden_members = self._by_score(zkey, f"({now_ms}", "+inf") if hidden else []
         wanted = (b":rc", b":fr") if collect else (b":rc",)
         hidden_rc = self._fields(hkey, [m for m, _ in hidden_members], wanted)
         if exact:
-            visible_members = self._range(zkey, 0, visible - 1) if visible else []
+            visible_members = self._by_score(zkey, "-inf", str(now_ms)) if visible else []
+            if hidden_members and visible_members:  # received between the two reads: once, as hidden
+                taken = set(map(itemgetter(0), hidden_members))
+                visible_members = [mv for mv in visible_members if mv[0] not in taken]
             visible_rc = self._fields(hkey, [m for m, _ in visible_members], wanted)
         else:
             # only as far into the visible range as it takes to meet the first ready message
