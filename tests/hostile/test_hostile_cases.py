@@ -648,6 +648,7 @@ BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
 DEEP = "priority: " + "[" * 5000 + "]" * 5000 + "\n"
 HUGE_INT = "priority: " + "1" * 5000 + "\n"
 HUGE_KEY = "x" * 100 + ": 1\n"
+HUGE_HEX = "extra: 0x" + "f" * 5000 + "\n"
 
 
 def yaml_plant(text_or_size, where: str = ""):
@@ -666,13 +667,19 @@ def yaml_plant(text_or_size, where: str = ""):
 
 
 for label, body in (("billion-laughs", BOMB), ("deep-nesting", DEEP), ("huge-int", HUGE_INT),
-                    ("50MB", 50 << 20)):
+                    ("huge-hex-int", HUGE_HEX), ("50MB", 50 << 20)):
     for cmd in (["config"], ["config", "--json"], ["publish", "jobs", "x"], ["move", "other", "jobs", "--all"]):
         case(f"yaml-{label}-{cmd[0]}{'-json' if '--json' in cmd else ''}", layouts=("ddmq",), cls="absurd",
              plant=yaml_plant(body), argv=cmd, codes=(2,), keep=("*",) if cmd[0] != "config" else (),
              timeout=20)
 case("yaml-billion-laughs-queue-config", layouts=("ddmq",), cls="absurd", plant=yaml_plant(BOMB, "jobs"),
      argv=["config", "jobs"], codes=(2,))
+# a value qconsole would refuse to read back is refused before it is written (the file stays)
+for key in ("message_timeout", "priority"):
+    case(f"config-set-{key}-70-digits", layouts=("ddmq",), cls="absurd", argv=["config", "jobs", f"{key}={'9' * 70}"],
+         codes=(2,), keep=("jobs/ddmq.yaml",))
+case("config-set-unknown-key-huge-hex", layouts=("ddmq",), cls="absurd",
+     argv=["config", "jobs", "extra=0x" + "f" * 4000], codes=(0, 2))
 case("yaml-50MB-stats", layouts=("ddmq",), cls="absurd", plant=yaml_plant(50 << 20), argv=["stats", "--json"], codes=(0,))
 
 

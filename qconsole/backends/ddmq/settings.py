@@ -12,6 +12,7 @@ from typing import Any
 from ...errors import SettingsError
 from ..base import Setting
 from ..fs.detect import DDMQ_CONFIG
+from ..fs.safety import MAX_PRIORITY
 
 CONFIG = DDMQ_CONFIG
 DEFAULTS: dict[str, Any] = {
@@ -30,6 +31,9 @@ KINDS: dict[str, type] = {
     "cleaned": int,
 }
 DEFAULT, ROOT, QUEUE = "default", "root", "queue"
+#: the largest integer setting: a priority's bound (a message name holds it), which every
+#: sane timeout and timestamp is far below
+MAX_INT = MAX_PRIORITY
 
 
 
@@ -92,6 +96,8 @@ def parse_value(key: str, text: str) -> Any:
     if kind is int:
         if not (raw.isascii() and raw.isdigit()):
             raise SettingsError(f"{key}: expected a non-negative integer, got {text!r}")
+        if len(raw.lstrip("0")) > len(str(MAX_INT)):  # before int(): 5,000 digits cost a while
+            raise SettingsError(f"{key}: at most {MAX_INT}, got {len(raw)} digits")
         return int(raw)
     # unknown keys: keep YAML's own typing of a scalar, safely (and within the same limits)
     from ..fs import safety
@@ -113,4 +119,8 @@ def validate(values: dict[str, Any]) -> list[str]:
             problems.append(f"{key}: expected true or false, got {v!r}")
         elif kind is int and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
             problems.append(f"{key}: expected a non-negative integer, got {v!r}")
+        elif kind is int and v > MAX_INT:
+            # saved, it would be refused on every read after (qconsole's loader, and a priority
+            # that long makes file names the client cannot create)
+            problems.append(f"{key}: at most {MAX_INT}, got {len(str(v))} digits")
     return problems

@@ -931,7 +931,9 @@ def _limited_loader() -> Any:
             return node
 
         def construct_yaml_int(self, node: Any) -> Any:
-            digits = sum(ch.isdigit() for ch in str(node.value))
+            # every digit of any base counts (0x.../0o.../0b..., YAML 1.1's 1:30:00): hex
+            # letters are digits too, and int() of thousands of them raises past its own limit
+            digits = sum(ch.isalnum() for ch in str(node.value))
             if digits > MAX_YAML_INT_DIGITS:
                 raise _YamlLimit(f"an integer of {digits} digits (refused)")
             return super().construct_yaml_int(node)
