@@ -46,8 +46,12 @@ def report(
     """Analyse a whole root on Spark: per-message inventory (Parquet), per-queue summary (JSON + terminal)."""
     from ..report import render
 
+    from ..report import outputs
+
     target = pick_root(root, root_opt)
     handle = open_target(target, layout)
+    # never into the queue root (a queue named messages/trends would be replaced)
+    out = outputs.check_out(out, handle.path if handle.kind in ("vsqs", "ddmq") else None)
     names, root_errors = handle.queue_names()
     history_files = [os.path.abspath(h) for h in history or ()]
     for path in history_files:  # fail before the slow start-up

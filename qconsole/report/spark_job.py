@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import QConsoleError
 from ..states import MESSAGE_STATES, READY, STATES
 from . import history as history_mod
-from . import inventory, summary
+from . import inventory, outputs, summary
 from . import spool as spool_mod
 
 PYSPARK_HINT = "report needs PySpark 4 with pyarrow: pip install 'qconsole[spark]' (about 0.5 GB)"
@@ -331,8 +331,7 @@ def write_inventory(
     (summary.QueuePartial per queue) and deals its messages' payload hashes (32 bytes each)
     over ``summarise.buckets`` duplicate tasks by hash, which count the copies; the result is
     the read tasks' ``("m", file, rows, partials)`` and the buckets' ``("d", duplicates)``."""
-    if os.path.isdir(out_dir) and not os.path.islink(out_dir):
-        shutil.rmtree(out_dir)  # what Spark's mode("overwrite") did
+    outputs.clear_previous(out_dir)  # an earlier report's, and nothing else
     os.makedirs(out_dir, exist_ok=True)
     sc = spark.sparkContext
     parts = _partitions(spark)
@@ -602,7 +601,8 @@ def run_report(
         progress.phase(f"backlog trends from {len(samples)} history sample(s)")
         trends_dir = os.path.join(out_dir, "trends")
         tf = trends_frame(spark, samples)
-        tf.write.mode("overwrite").parquet(file_uri(trends_dir))
+        outputs.clear_previous(trends_dir)  # Spark's own overwrite would remove whatever is there
+        tf.write.mode("errorifexists").parquet(file_uri(trends_dir))
         trends = trend_docs(spark.read.parquet(file_uri(trends_dir)).orderBy("queue", "hour").collect())
 
     doc = summary.report_document(
@@ -613,10 +613,5 @@ def run_report(
         root_errors=root_errors, trends=trends, history=hist_info,
         notes=summary.store_notes(layout, redelivery, inventory.records_sender(layout)),
     )
-    target = os.path.join(out_dir, "summary.json")
-    tmp = os.path.join(out_dir, ".qconsole-summary.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2, ensure_ascii=True)
-        fh.write("\n")
-    os.replace(tmp, target)
+    outputs.write_text(os.path.join(out_dir, "summary.json"), json.dumps(doc, indent=2, ensure_ascii=True) + "\n")
     return doc

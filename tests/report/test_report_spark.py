@@ -199,3 +199,48 @@ def test_the_class_archive_is_recorded_then_adopted_only_if_a_jvm_starts_with_it
     os.chmod(cache, 0o700)
     monkeypatch.setenv(spark_job.CDS_ENV, "0")
     assert spark_job.class_archive_options(str(cache)) == []
+
+
+@pytest.mark.parametrize("where", ["root", "inside", "above"])
+def test_an_out_overlapping_the_root_is_refused_before_anything_is_written(tmp_path, where):
+    """A queue named messages (or trends) in the root was replaced by the report's output."""
+    pytest.importorskip("pyspark")
+    root = tmp_path / "vs"
+    build_vsqs_root(str(root))
+    os.makedirs(root / "messages")
+    with open(root / "messages" / "1700000000000001", "w") as fh:
+        fh.write("a message in a queue named messages")
+    before = sorted(os.listdir(root / "messages"))
+    out = {"root": root, "inside": root / "jobs", "above": tmp_path}[where]
+    proc = subprocess.run([sys.executable, "-m", "qconsole", "report", str(root), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "overlaps the queue root" in lines[0], proc.stderr
+    assert sorted(os.listdir(root / "messages")) == before
+    assert not os.path.exists(out / "summary.json")
+
+
+def test_a_rerun_replaces_its_own_output_and_nothing_else(spark, tmp_path):
+    """messages/ of an earlier run is replaced; one holding a file no report writes is refused
+    (kept as it is); a link planted at the summary's tmp name is replaced, never written through."""
+    root = str(tmp_path / "vs")
+    build_vsqs_root(root)
+    out = str(tmp_path / "out")
+    _run(spark, root, out)
+    first = sorted(os.listdir(os.path.join(out, "messages")))
+    assert first and all(n.startswith("part-") for n in first)
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    os.symlink(victim, os.path.join(out, ".qconsole-summary.json.tmp"))
+    _run(spark, root, out)  # its own output: replaced
+    assert victim.read_text() == "precious"
+    assert not os.path.islink(os.path.join(out, "summary.json"))
+    assert json.load(open(os.path.join(out, "summary.json")))["queues"]
+    with open(os.path.join(out, "messages", "notes.txt"), "w") as fh:
+        fh.write("the operator's")
+    from qconsole.errors import QConsoleError
+
+    with pytest.raises(QConsoleError, match="holds 1 entry no report wrote"):
+        _run(spark, root, out)
+    assert open(os.path.join(out, "messages", "notes.txt")).read() == "the operator's"
