@@ -11,6 +11,7 @@ import typer
 
 from .. import change_commands as changes
 from ..errors import ExitCode
+from ..output.jsontext import finite
 from ..safetext import escape_controls, safe_name
 from ..backends import open_target
 from .app import app
@@ -229,7 +230,7 @@ def config(
         raise fail(f"no setting {unknown[0]!r} in {'queue ' + queue if queue else 'the root'}")
     if json_:
         doc = {k: {"value": eff[k].value, "source": eff[k].source} for k in keys}
-        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        sys.stdout.write(json.dumps(finite(doc), indent=2, default=str) + "\n")
         return
     width = max(len(k) for k in keys)
     for k in keys:
@@ -316,8 +317,8 @@ def trash_list(
     ops = _ops(root_opt, layout, read_only, audit_log)
     batches = ops.trash_list()
     if json_:
-        sys.stdout.write(json.dumps([{"batch": b.batch, "created_at": b.created_at, "action": b.action,
-                                      "queue": b.queue, "count": b.count, "user": b.user} for b in batches],
+        sys.stdout.write(json.dumps(finite([{"batch": b.batch, "created_at": b.created_at, "action": b.action,
+                                             "queue": b.queue, "count": b.count, "user": b.user} for b in batches]),
                                     indent=2) + "\n")
         return
     if not batches:
@@ -377,7 +378,7 @@ def audit(
     records = audit_mod.read(path, tail, root=getattr(handle, "path", None))
     if json_:
         for r in records:
-            sys.stdout.write(json.dumps(r, ensure_ascii=True) + "\n")
+            sys.stdout.write(json.dumps(finite(r), ensure_ascii=True) + "\n")
         return
     if not records:
         _say(f"no audit entries in {path}")

@@ -70,4 +70,7 @@ def clock(ts: float | None, *, utc: bool = False) -> str:
     except (OverflowError, OSError, ValueError):
         from datetime import datetime, timezone  # beyond the C library's range: as datetime says
 
-        return datetime.fromtimestamp(ts, tz=timezone.utc if utc else None).strftime("%Y-%m-%d %H:%M:%S")
+        try:
+            return datetime.fromtimestamp(ts, tz=timezone.utc if utc else None).strftime("%Y-%m-%d %H:%M:%S")
+        except (OverflowError, OSError, ValueError):  # beyond year 9999 (a planted figure)
+            return "out of range"

@@ -1,9 +1,10 @@
-"""``json.dumps(doc, indent=2, ensure_ascii=True)``, byte for byte, several times faster.
+"""``json.dumps(doc, indent=2, ensure_ascii=True)``, byte for byte, several times faster, and
+valid JSON always: a NaN or infinite value is written ``null`` (the standard library writes
+``NaN``/``Infinity``, which no strict parser reads).
 
 With ``indent`` set, the standard library encodes in pure Python (its C encoder only does
 compact output): ~0.1 s for a stats document of 2,000 queues, as long as scanning them.
-This writer takes the same decisions (key conversion, float repr, NaN/Infinity, empty
-containers) but builds the text with list appends and the C string escaper. Anything it
+This writer takes the same decisions (key conversion, float repr, empty containers) but builds the text with list appends and the C string escaper. Anything it
 does not know (a custom object, a non-string key of an odd type) goes to ``json.dumps``,
 which gives the standard answer or error. A property test checks equality.
 """
@@ -23,13 +24,21 @@ _INF = float("inf")
 
 
 def _float(x: float) -> str:
-    if x != x:
-        return "NaN"
-    if x == _INF:
-        return "Infinity"
-    if x == -_INF:
-        return "-Infinity"
+    if x != x or x == _INF or x == -_INF:
+        return "null"  # NaN/Infinity are not JSON: a strict parser (Node, jq) rejects the document
     return float.__repr__(x)
+
+
+def finite(doc: Any) -> Any:
+    """``doc`` with every NaN/Infinity value (a planted figure) made None, as this writer
+    writes them; for the standard library's encoder."""
+    if isinstance(doc, float):
+        return None if doc != doc or doc in (_INF, -_INF) else doc
+    if isinstance(doc, dict):
+        return {k: finite(v) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return [finite(v) for v in doc]
+    return doc
 
 
 class _Fallback(Exception):
@@ -47,8 +56,12 @@ def _key(k: Any) -> str:
         return '"null"'
     if isinstance(k, int):
         return '"' + int.__repr__(k) + '"'
-    if isinstance(k, float):
-        return '"' + _float(k) + '"'
+    if isinstance(k, float):  # a key is a string: the standard library's names are valid there
+        if k != k:
+            return '"NaN"'
+        if k in (_INF, -_INF):
+            return '"Infinity"' if k > 0 else '"-Infinity"'
+        return '"' + float.__repr__(k) + '"'
     raise _Fallback
 
 
@@ -108,14 +121,14 @@ def _emit(o: Any, out: list[str], pad: str) -> None:
 
 
 def dumps_pretty(doc: Any) -> str:
-    """Exactly ``json.dumps(doc, indent=2, ensure_ascii=True)``."""
+    """Exactly ``json.dumps(finite(doc), indent=2, ensure_ascii=True)``."""
     out: list[str] = []
     try:
         _emit(doc, out, "\n")
     except (_Fallback, RecursionError):
         import json
 
-        return json.dumps(doc, indent=2, ensure_ascii=True)
+        return json.dumps(finite(doc), indent=2, ensure_ascii=True)
     return "".join(out)
 
 
@@ -125,4 +138,4 @@ def dumps(doc: Any, *, pretty: bool) -> str:
         return dumps_pretty(doc)
     import json
 
-    return json.dumps(doc, ensure_ascii=True)
+    return json.dumps(finite(doc), ensure_ascii=True)

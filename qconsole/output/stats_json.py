@@ -22,15 +22,23 @@ SCHEMA_V1 = "qconsole.stats/1"
 SCHEMAS = {1: SCHEMA_V1, 2: SCHEMA}
 
 
-def iso_utc(ts: float) -> str:
+def iso_utc(ts: float) -> str | None:
+    """``ts`` as ISO 8601 UTC to the millisecond; None (JSON null) for a time no calendar
+    holds (a planted figure: infinite, or past year 9999)."""
     # time.strftime rather than datetime: the stats path avoids importing datetime
     # as datetime does: round to microseconds, then isoformat(timespec="milliseconds") truncates
-    whole = int(ts // 1)
-    micros = round((ts - whole) * 1e6)
-    if micros >= 1_000_000:
-        whole, micros = whole + 1, 0
-    millis = micros // 1000
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+    try:
+        whole = int(ts // 1)
+        micros = round((ts - whole) * 1e6)
+        if micros >= 1_000_000:
+            whole, micros = whole + 1, 0
+        millis = micros // 1000
+        stamp = time.gmtime(whole)
+    except (OverflowError, OSError, ValueError):
+        return None
+    if stamp.tm_year > 9999:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%S", stamp) + f".{millis:03d}Z"
 
 
 def _round(x: float | None) -> float | None:

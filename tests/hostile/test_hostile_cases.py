@@ -438,6 +438,25 @@ case("audit-log-escapes", cls="terminal",
                                                     '\x1b]52;c;cHduZWQ=\x07 raw line\n'),
      argv=["audit"], codes=(0,))
 
+
+
+def strict_json(w: World, res, before, after) -> None:
+    """--json output is JSON a strict parser (Node's JSON.parse, jq) reads: no NaN/Infinity."""
+    def refuse(name):
+        raise AssertionError(f"{name} in --json output: {res.stdout[:300]}")
+    for line in res.stdout.splitlines() if res.stdout.startswith("{\"") and "\n{" in res.stdout else [res.stdout]:
+        if line.strip():
+            json.loads(line, parse_constant=refuse)
+
+
+case("audit-log-infinite-figure-json", cls="absurd",
+     plant=lambda w: w.write(".qconsole/audit.log", '{"action": "purge", "queue": "jobs", "count": 1e999, '
+                                                    '"at": NaN}\n'),
+     argv=["audit", "--json"], codes=(0,), check=strict_json)
+case("yaml-nan-timeout-config-json", layouts=("ddmq",), cls="absurd",
+     plant=lambda w: w.write("jobs/ddmq.yaml", "message_timeout: .nan\npriority: .inf\n"),
+     argv=["config", "jobs", "--json"], codes=(0, 2), check=strict_json)
+
 # =========================================================================== 2. symlinks in the store
 
 

@@ -344,6 +344,37 @@ def test_infinite_scores_planted_by_hand_count_and_show_without_a_traceback(node
     assert peeked["id"] == "zzzzzzzzzzplus"
 
 
+def _strict(text: str):
+    """JSON as Node's JSON.parse reads it: NaN/Infinity refused."""
+    def refuse(name):
+        raise AssertionError(f"{name} in JSON output")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e999", "1e300"])
+def test_non_finite_and_absurd_numbers_in_a_queue_hash_are_unreadable_not_fatal(node, r, url, ns, value):
+    """The queue's figures and a message's first-receive time planted as inf/nan/1e999: every
+    command answers (no internal error), and --json stays JSON a strict parser reads."""
+    node.call("createQueue", qname="odd")
+    node.call("createQueue", qname="good")
+    mid = node.call("sendMessage", qname="odd", message="hello")
+    node.call("sendMessage", qname="odd", message="other")
+    r.hset(f"{ns}:odd:Q", mapping={"totalsent": value, "totalrecv": value, "created": value, "modified": value,
+                                   "vt": value, "delay": value, f"{mid}:rc": "1", f"{mid}:fr": value})
+    r.zadd(f"{ns}:odd", {mid: int(time.time() * 1000) + 10_000_000})  # held, as a receive leaves it
+    for args in (("stats", url), ("stats", url, "--json"), ("check", url), ("ls", "odd", "-r", url),
+                 ("ls", "odd", "-r", url, "--json"), ("peek", "odd", mid, "-r", url), ("config", "odd", "-r", url),
+                 ("config", "odd", "-r", url, "--json"), ("requeue", "odd", mid, "-r", url)):
+        res = qconsole(*args)
+        assert res.returncode in (0, 1), (args, res.stdout, res.stderr)  # check: 1 is WARNING
+        assert "internal error" not in res.stderr and "Traceback" not in res.stderr, (args, res.stderr)
+        if "--json" in args:
+            _strict(res.stdout)
+    doc = _strict(qconsole("stats", url, "--json").stdout)
+    assert {q["name"] for q in doc["queues"]} == {"odd", "good"}
+    assert qconsole("purge", "odd", "--yes", "-r", url).returncode == 0
+
+
 def test_a_message_sent_between_the_count_and_the_read_hides_no_other(pyrsmq, url, r, ns, monkeypatch):
     """A client's send (or delete) between the scan's counts and its reads shifts every rank:
     a read by rank then lost the newest hidden message. Reads by score lose none."""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qconsole.output.jsontext import dumps, dumps_pretty
+from qconsole.output.jsontext import dumps, dumps_pretty, finite
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
                     st.text())
@@ -19,8 +20,11 @@ docs = st.recursive(scalars, lambda kids: st.one_of(st.lists(kids, max_size=4), 
 @settings(max_examples=400, deadline=None)
 @given(docs)
 def test_pretty_equals_the_standard_library(doc):
-    assert dumps_pretty(doc) == json.dumps(doc, indent=2, ensure_ascii=True)
-    assert dumps(doc, pretty=False) == json.dumps(doc, ensure_ascii=True)
+    """The standard library's text, but NaN/Infinity values written null: always strict JSON."""
+    assert dumps_pretty(doc) == json.dumps(finite(doc), indent=2, ensure_ascii=True)
+    assert dumps(doc, pretty=False) == json.dumps(finite(doc), ensure_ascii=True)
+    for text in (dumps_pretty(doc), dumps(doc, pretty=False)):
+        json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in the output"))
 
 
 def test_what_it_does_not_know_gets_the_standard_answer():

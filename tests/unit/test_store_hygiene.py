@@ -17,6 +17,7 @@ NOT_A_STORE = {
     # the report's Parquet/JSON output goes to the --out directory the operator names
     os.path.join("qconsole", "report", "spark_job.py"),
     os.path.join("qconsole", "report", "inventory.py"),
+    os.path.join("qconsole", "report", "outputs.py"),  # (and only an earlier report's output replaced)
     # ... and local mode's listing spool is a fresh directory under that --out, removed after the job
     os.path.join("qconsole", "report", "spool.py"),
     # RSMQ lives in Redis; this rewrites the process's own argv (/proc/self/mem) to hide a password

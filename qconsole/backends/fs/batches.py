@@ -233,10 +233,7 @@ class BatchWriter:
 def _unlink_all(at: list[tuple[int, str]]) -> None:
     """Unlink each (directory descriptor, name) in order; a name already gone is fine."""
     for fd, name in at:
-        try:
-            os.unlink(name, dir_fd=fd)
-        except FileNotFoundError:
-            pass
+        safety.unlink_at(fd, name)
 
 
 def _first_error(futures: list[Future], *, quiet: bool = False) -> None:

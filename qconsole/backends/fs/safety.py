@@ -185,6 +185,17 @@ def confine(root: str, *parts: str) -> str:
     return os.path.join(root, *parts)
 
 
+def unlink_at(dirfd: int, name: str) -> bool:
+    """Remove ``name`` (a link itself, never its target) from the directory open as ``dirfd``
+    (one :meth:`Confined.at` gave); False when gone. For worker threads, which must not walk
+    (a Confined's descriptor cache is its thread's)."""
+    try:
+        os.unlink(check_name(name), dir_fd=dirfd)
+        return True
+    except FileNotFoundError:
+        return False
+
+
 class Confined:
     """A root and the directory descriptors opened below it, never through a symlink.
 

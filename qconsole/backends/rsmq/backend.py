@@ -123,7 +123,7 @@ def _int(value: Any, default: int | None = None) -> int | None:
         return default
     try:
         return int(float(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: "inf" (no client writes it)
         return default
 
 
@@ -134,6 +134,8 @@ def _num(value: Any) -> float | int | None:
     try:
         x = float(value)
     except (TypeError, ValueError):
+        return None
+    if x != x or x in (_INF, -_INF):  # "nan", "inf": unreadable, as any other non-number
         return None
     return int(x) if x.is_integer() else x
 
