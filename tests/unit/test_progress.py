@@ -198,3 +198,35 @@ def test_claim_tokens_never_repeat_within_a_process():
     toks = [claims.new_token() for _ in range(300_000)]
     assert len(set(toks)) == len(toks)
     assert all(len(t) == 8 and int(t, 16) >= 0 for t in toks[:1000])
+
+
+def test_a_message_the_requeue_cannot_rewrite_goes_back_as_it_was(tmp_path, monkeypatch):
+    """Larger than any body qconsole parses: not read at all. Any failure while rewriting one
+    (MemoryError, a fault of ours): that message is put back, the others requeued, no claim left."""
+    from qconsole import payload
+    from qconsole.backends.ddmq import writes
+
+    root = str(tmp_path / "d")
+    b = ddmq_broker(root, "q")
+    for i in range(6):
+        b.publish("q", ("x" * 400 if i == 0 else f"m-{i}"), clean=False)
+    b.consume("q", n=6, clean=False)
+    monkeypatch.setattr(payload, "MAX_PARSE", 300)  # the first message's file is over it
+    real = writes.requeued_body
+
+    def fails_once(body, *a):
+        if body.get("message") == "m-3":
+            raise MemoryError()
+        return real(body, *a)
+
+    monkeypatch.setattr(writes, "requeued_body", fails_once)
+    res = _ops(root).requeue("q", all_held=True)
+    assert len(res.done) == 4
+    reasons = sorted(reason for _id, reason in res.skipped)
+    assert len(reasons) == 2 and reasons[0] == "left as it was: MemoryError", reasons
+    assert "more than the 300 this file may have" in reasons[1], reasons
+    scan = open_target(root).scan_queue("q")
+    assert scan.counts["ready"] == 4 and scan.counts["inflight"] + scan.counts["expired"] == 2
+    assert scan.counts["writing"] == 0  # no claim left behind
+    found, odd = inventory(root, "ddmq")
+    assert not odd and set(found.values()) == {1} and len(found) == 6

@@ -165,6 +165,7 @@ class DdmqBackend(FileBackend):
         """Claim each expired/in-flight message, write what ddmq's requeue publishes to a tmp,
         commit in batches under one journal each (:mod:`..fs.batches`)."""
         from ...errors import QConsoleError
+        from ...payload import MAX_PARSE
         from ..fs import batches, claims, safety
         from ..results import CONSUMED
         from . import writes
@@ -183,12 +184,18 @@ class DdmqBackend(FileBackend):
                         out.append((msg.id, CONSUMED))  # the consumer acked (or ddmq's clean() requeued) it first
                         continue
                     try:
-                        new = writes.requeued_body(writes.decode(claim.read(), msg.relpath), queue, prio, msg.relpath)
-                    except (QConsoleError, OSError) as err:
+                        # rewritten whole: one larger than a body we parse anywhere is left as it is
+                        data = claim.read(max_size=MAX_PARSE)
+                        new = writes.requeued_body(writes.decode(data, msg.relpath), queue, prio, msg.relpath)
+                    except Exception as err:  # noqa: BLE001 (MemoryError too: the message goes back)
                         claim.restore()
-                        why = str(err) if isinstance(err, QConsoleError) else err.strerror
+                        why = (str(err) if isinstance(err, QConsoleError) else err.strerror
+                               if isinstance(err, OSError) else type(err).__name__)
                         out.append((msg.id, f"left as it was: {why}"))
                         continue
+                    except BaseException:  # ctrl+c while reading: this one back too, then stop
+                        claim.restore()
+                        raise
                     try:
                         placement, fd = writes.place(c, qdir, new, claim.token, gid)
                     except BaseException:

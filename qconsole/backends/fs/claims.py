@@ -152,9 +152,10 @@ class Claim:
         """Take the message; False when it is gone (consumed, acked or moved meanwhile)."""
         return self.c.rename(self.src, self.path)
 
-    def read(self) -> bytes:
-        """The claimed file's bytes: a regular file only (a FIFO or link is refused, not opened)."""
-        return self.c.read(self.path)
+    def read(self, max_size: int | None = None) -> bytes:
+        """The claimed file's bytes: a regular file only (a FIFO or link is refused, not opened);
+        QConsoleError, before reading, when it is larger than ``max_size``."""
+        return self.c.read(self.path, max_size=max_size)
 
     def restore(self) -> bool:
         """Put the message back where it was (never over another file)."""

@@ -381,10 +381,11 @@ class FileBackend(Backend):
                     try:
                         data = claim.read()
                         placement, fd = place(msg, data, claim.token)
-                    except (QConsoleError, OSError) as err:
+                    except (QConsoleError, OSError, MemoryError) as err:
                         batches.drop_tmp(c, dest_dir, claim.token)
                         claim.restore()
-                        why = str(err) if isinstance(err, QConsoleError) else err.strerror
+                        why = (str(err) if isinstance(err, QConsoleError) else err.strerror
+                               if isinstance(err, OSError) else "too large to copy in memory")
                         outcomes.append((msg.id, f"left as it was: {why}"))
                         continue
                     except BaseException:
