@@ -78,7 +78,7 @@ def publish(
     queue: QueueArg,
     text: Annotated[Optional[str], typer.Argument(help="Message text (or use --file / stdin).", show_default=False)] = None,
     file: Annotated[Optional[str], typer.Option("--file", "-F", help="Read the payload from PATH ('-' = stdin).", show_default=False)] = None,
-    count: Annotated[int, typer.Option("--count", "-n", min=1, help="Publish N copies.")] = 1,
+    count: Annotated[int, typer.Option("--count", "-n", min=1, max=10_000_000, help="Publish N copies.")] = 1,
     root_opt: RootOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
@@ -363,7 +363,8 @@ def trash_empty(
 @app.command()
 @guarded
 def audit(
-    tail: Annotated[Optional[int], typer.Option("--tail", "-n", min=1, help="Only the last N entries.")] = None,
+    tail: Annotated[Optional[int], typer.Option("--tail", "-n", min=1, max=1_000_000_000,
+                                                help="Only the last N entries.")] = None,
     json_: Annotated[bool, typer.Option("--json", help="The raw JSON lines.")] = False,
     root_opt: RootOpt = None,
     layout: LayoutOpt = "auto",

@@ -70,6 +70,10 @@ def append(path: str, doc: dict[str, Any], root: str | None = None) -> None:
         safety.append_line(path, line, follow=True, make_dirs=True)
 
 
+#: bytes of the log read at most (its end): tens of thousands of entries
+READ_WINDOW = 64 << 20
+
+
 def read(path: str, tail: int | None = None, root: str | None = None) -> list[dict[str, Any]]:
     """The last ``tail`` records (all when None); unparsable lines come back as ``{"raw": ...}``."""
     from ..backends.fs import safety
@@ -77,19 +81,22 @@ def read(path: str, tail: int | None = None, root: str | None = None) -> list[di
     try:
         if root and safety.under(root, path):
             with safety.Confined(root) as c:
-                data = c.read(path)
+                data = c.read(path, last=READ_WINDOW + 1)
         else:
-            data = safety.read_regular(path, follow=True)
+            data = safety.read_regular(path, follow=True, last=READ_WINDOW + 1)
     except FileNotFoundError:
         return []
     except OSError as err:
         raise QConsoleError(f"audit log {path}: {err.strerror}") from None
     except QConsoleError as err:
         raise QConsoleError(f"audit log: {err}") from None
+    out = []
+    if len(data) > READ_WINDOW:  # a log this long (or a planted one): its last entries only
+        data = data[data.find(b"\n", 1) + 1:] if b"\n" in data[1:] else b""
+        out.append({"raw": f"(earlier entries not read: only the log's last {READ_WINDOW >> 20} MiB are)"})
     lines = data.splitlines(keepends=True)
     if tail:
         lines = list(deque(lines, maxlen=tail))
-    out = []
     for raw in lines:
         try:
             doc = json.loads(raw)

@@ -156,6 +156,32 @@ def test_audit_falls_back_to_state_dir_when_root_not_writable(droot, tmp_path, m
     assert audit.default_path(droot) == str(tmp_path / "state" / "qconsole" / "audit.log")
 
 
+def test_a_huge_audit_log_is_read_from_its_end_only(droot, tmp_path, monkeypatch):
+    """A log larger than the read window (a planted sparse file of gigabytes): its last entries
+    come back, the cut is said, and no more than the window is read."""
+    from qconsole.ops import audit
+
+    run("publish", "jobs", "first", "-r", droot)
+    log = os.path.join(droot, ".qconsole", "audit.log")
+    with open(log, "r+b") as fh:
+        fh.truncate(3 << 30)  # 3 GiB of nothing after the first entry: sparse, costs no disk
+        fh.seek(0, os.SEEK_END)
+        fh.write(b"\n")
+    run("publish", "jobs", "last", "-r", droot)
+    monkeypatch.setattr(audit, "READ_WINDOW", 1 << 20)
+    records = audit.read(log, tail=2, root=droot)
+    assert len(records) == 2 and records[-1]["action"] == "publish"
+    records = audit.read(log, root=droot)
+    assert "earlier entries not read" in records[0]["raw"] and records[-1]["action"] == "publish"
+    assert sum(len(r.get("raw", "")) for r in records) < 2 << 20
+
+
+@pytest.mark.parametrize("args", [("publish", "jobs", "x", "--count", "9" * 23), ("audit", "--tail", "9" * 23)])
+def test_absurd_counts_are_refused_in_one_line(droot, args):
+    res = run(*args, "-r", droot)
+    assert res.exit_code == 2 and "internal error" not in res.output, res.output
+
+
 def test_config_shows_sources_and_sets(droot):
     res = run("config", "-r", droot)
     assert res.exit_code == 0 and "priority" in res.output and "(default)" in res.output

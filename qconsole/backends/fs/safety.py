@@ -333,8 +333,10 @@ class Confined:
 
     # ------------------------------------------------------------------ reading
 
-    def read(self, path: str, limit: int | None = None, *, max_size: int | None = None) -> bytes:
-        """A regular file's bytes (at most ``limit``); a link, FIFO or device is refused."""
+    def read(self, path: str, limit: int | None = None, *, max_size: int | None = None,
+             last: int | None = None) -> bytes:
+        """A regular file's bytes (at most ``limit``; ``last``: its last so many); a link, FIFO
+        or device is refused."""
         fd, name = self.at(path)
         try:
             f = os.open(name, _READ_FLAGS, dir_fd=fd)
@@ -343,7 +345,7 @@ class Confined:
                 raise UnsafePathError(f"{_rel(self.root, path)}: a symlink; not followed") from None
             raise
         try:
-            return _read_fd(f, lambda: _rel(self.root, path), limit, max_size)  # named only in an error
+            return _read_fd(f, lambda: _rel(self.root, path), limit, max_size, last)  # named only in an error
         finally:
             os.close(f)
 
@@ -769,7 +771,9 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _read_fd(fd: int, what: str | Callable[[], str], limit: int | None, max_size: int | None) -> bytes:
+def _read_fd(fd: int, what: str | Callable[[], str], limit: int | None, max_size: int | None,
+             last: int | None = None) -> bytes:
+    """``last``: only the file's last so many bytes (a log's tail, whatever its size)."""
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         raise UnsafePathError(f"{what if isinstance(what, str) else what()}: not a regular file")
@@ -777,6 +781,9 @@ def _read_fd(fd: int, what: str | Callable[[], str], limit: int | None, max_size
         raise QConsoleError(f"{what if isinstance(what, str) else what()}: {st.st_size} bytes, "
                             f"more than the {max_size} this file may have")
     want = st.st_size if limit is None else min(limit, st.st_size)
+    if last is not None and st.st_size > last:
+        os.lseek(fd, st.st_size - last, os.SEEK_SET)
+        want = last
     chunks = []
     got = 0
     while got < want:
@@ -792,7 +799,7 @@ def _read_fd(fd: int, what: str | Callable[[], str], limit: int | None, max_size
 
 
 def read_regular(path: str, *, limit: int | None = None, max_size: int | None = None, follow: bool = False,
-                 what: str | None = None) -> bytes:
+                 what: str | None = None, last: int | None = None) -> bytes:
     """A regular file's bytes, opened ``O_NONBLOCK`` (``O_NOFOLLOW`` unless ``follow``)."""
     flags = _READ_FLAGS if not follow else (_READ_FLAGS & ~_NOFOLLOW)
     label = what or path
@@ -803,7 +810,7 @@ def read_regular(path: str, *, limit: int | None = None, max_size: int | None = 
             raise UnsafePathError(f"{label}: a symlink; not followed") from None
         raise
     try:
-        return _read_fd(fd, label, limit, max_size)
+        return _read_fd(fd, label, limit, max_size, last)
     finally:
         os.close(fd)
 
