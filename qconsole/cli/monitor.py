@@ -193,13 +193,17 @@ def _next(cols: Any) -> Any:
     raise MessageNotFoundError(f"queue {cols.queue!r} has no ready message")
 
 
+#: the largest payload ``peek --raw`` writes (read into memory whole first)
+RAW_CAP = 1 << 30
+
+
 @app.command()
 @guarded
 def peek(
     queue: QueueArg,
     ident: Annotated[Optional[str], typer.Argument(metavar="[ID]", help="Message id or file name; default: the one the consumer takes next.", show_default=False)] = None,
     json_: Annotated[bool, typer.Option("--json", help="Metadata and payload as JSON.")] = False,
-    raw: Annotated[bool, typer.Option("--raw", help="The whole payload, bytes as they are (no cap, no escaping) when stdout is not a terminal.")] = False,
+    raw: Annotated[bool, typer.Option("--raw", help="The whole payload (up to 1 GiB), bytes as they are (no escaping) when stdout is not a terminal.")] = False,
     root_opt: RootOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
@@ -212,7 +216,13 @@ def peek(
     cols = handle.list_messages(queue)  # the console's columns: no object per message
     scan = cols.scan
     msg = _find(cols, ident) if ident else _next(cols)
-    payload = handle.read_payload(msg, None if raw else DEFAULT_CAP)
+    if raw:  # "no cap" within reason: a planted file of gigabytes is not read into memory
+        size = handle.message_sizes(queue, [msg]).get(msg.relpath)
+        if size is not None and size > RAW_CAP:
+            raise QConsoleError(f"{msg.name}: {size:,} bytes; --raw writes at most {RAW_CAP >> 20} MiB")
+    payload = handle.read_payload(msg, RAW_CAP if raw else DEFAULT_CAP)
+    if raw and payload.truncated:
+        raise QConsoleError(f"{msg.name}: {payload.size:,} bytes; --raw writes at most {RAW_CAP >> 20} MiB")
     if json_:
         sys.stdout.write(_dump(peek_document(handle, msg, payload), pretty=True) + "\n")
         return

@@ -360,6 +360,15 @@ def test_peek_caps_huge_payloads_with_a_note(tmp_path):
     assert len(raw.stdout_bytes) == 200_000
 
 
+def test_peek_raw_refuses_a_payload_of_gigabytes_without_reading_it(tmp_path):
+    (tmp_path / "jobs").mkdir()
+    with open(tmp_path / "jobs" / "1700000000000000", "wb") as fh:
+        fh.truncate(6 << 30)  # sparse: 6 GiB that cost no disk, and would cost 6 GiB of memory
+    res = runner.invoke(app, ["peek", "jobs", "-r", str(tmp_path), "--raw"])
+    assert res.exit_code == 2 and not res.stdout_bytes
+    assert "6,442,450,944 bytes; --raw writes at most 1024 MiB" in res.stderr
+
+
 def test_peek_empty_queue_is_one_clear_line(ddmq_root):
     root, _b = ddmq_root
     res = run("peek", "jobs", "-r", root)
