@@ -326,8 +326,9 @@ class Backend:
     def create_queue(self, queue: str) -> None:
         raise Unsupported(f"{self.kind}: creating queues is not supported")
 
-    def delete_queue(self, queue: str) -> int:
-        """Remove a queue as its clients do (RSMQ: deleteQueue); stores without it: Unsupported."""
+    def delete_queue(self, queue: str, *, force: bool = False) -> int:
+        """Remove a queue as its clients do (RSMQ: deleteQueue), an empty one only unless
+        ``force`` (checked in the same atomic step); stores without it: Unsupported."""
         raise Unsupported(f"{self.title}: deleting queues is not supported (remove the directory yourself)")
 
     # ------------------------------------------------------------------ trash / recovery

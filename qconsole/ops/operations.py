@@ -291,7 +291,7 @@ class Operations:
                                  "(undoable), or --force to delete them with the queue")
 
         def body() -> OpResult:
-            self.root.delete_queue(queue)
+            self.root.delete_queue(queue, force=force)
             return OpResult("delete-queue", queue, done=[queue])
 
         return self._run("delete-queue", queue, body, messages=scan.total, force=force)

@@ -7,12 +7,14 @@ writes (queues, messages, settings) both clients receive, delete and read attrib
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 
 import pytest
 
 from qconsole.backends import open_target
+from qconsole.errors import OperationError
 from qconsole.ops import Operations
 
 from .conftest import qconsole
@@ -248,9 +250,32 @@ def test_delete_queue_as_rsmq(node, url, r, ns):
     node.call("createQueue", qname="gone")
     node.call("sendMessage", qname="gone", message="x")
     backend = open_target(url)
-    assert backend.delete_queue("gone") == 2
+    with pytest.raises(OperationError, match="a message arrived meanwhile"):
+        backend.delete_queue("gone")  # not empty: refused by the deleting script itself
+    assert backend.delete_queue("gone", force=True) == 2
     assert node.run(("getQueueAttributes", {"qname": "gone"}))[0]["error"] == "queueNotFound"
     assert "gone" not in node.call("listQueues")
+    backend.close()
+
+
+def test_a_message_sent_after_the_emptiness_check_is_not_deleted_with_the_queue(pyrsmq, url, monkeypatch):
+    """delete-queue checks the queue is empty, then deletes it: a message sent in between was
+    acknowledged to its producer and went with the queue."""
+    pyrsmq.createQueue(qname="racy").execute()
+    backend = open_target(url)
+    real = backend.scan_queue
+    sent = []
+
+    def scan_then_a_send(*a, **k):
+        scan = real(*a, **k)
+        sent.append(pyrsmq.sendMessage(qname="racy", message="acknowledged").execute())
+        return scan
+
+    monkeypatch.setattr(backend, "scan_queue", scan_then_a_send)
+    ops = Operations(backend, audit_log=os.devnull)
+    with pytest.raises(OperationError, match="a message arrived meanwhile"):
+        ops.delete_queue("racy")
+    assert sent and pyrsmq.receiveMessage(qname="racy").execute()["message"] == "acknowledged"
     backend.close()
 
 

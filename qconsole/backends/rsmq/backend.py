@@ -729,10 +729,16 @@ class RsmqBackend(Backend):
         if word == "exists":
             raise OperationError(f"{queue!r} already exists in {self.target}")
 
-    def delete_queue(self, queue: str) -> int:
-        """rsmq's deleteQueue: the queue's hash and sorted set, and its name in QUEUES."""
+    def delete_queue(self, queue: str, *, force: bool = False) -> int:
+        """rsmq's deleteQueue: the queue's hash and sorted set, and its name in QUEUES. Without
+        ``force`` the script itself refuses a queue holding a message: one sent after the
+        caller's emptiness check was acknowledged to its producer, and went with the queue."""
         self.validate_queue_name(queue)
-        return int(self._run_script("DELETE_QUEUE", [self.hkey(queue), self.zkey(queue), self.queues_key], [queue]))
+        n = int(self._run_script("DELETE_QUEUE", [self.hkey(queue), self.zkey(queue), self.queues_key],
+                                 [queue, "1" if force else "0"]))
+        if n < 0:
+            raise OperationError(f"{queue!r}: a message arrived meanwhile; not deleted (purge it first, or --force)")
+        return n
 
     # ------------------------------------------------------------------ trash
 

@@ -133,6 +133,9 @@ return "ok"
 
 #: deleteQueue as rsmq (DEL of the hash and the zset, SREM from QUEUES): KEYS hash, zset, QUEUES
 DELETE_QUEUE = """
+if ARGV[2] ~= "1" and redis.call("ZCARD", KEYS[2]) > 0 then
+  return -1
+end
 local n = redis.call("DEL", KEYS[1], KEYS[2])
 redis.call("SREM", KEYS[3], ARGV[1])
 return n
