@@ -26,7 +26,7 @@ from qconsole.errors import QConsoleError
 from qconsole.model import Message
 from qconsole.output import humanize
 from qconsole.output.peek_view import metadata, save_payload
-from qconsole.payload import BINARY, DEFAULT_CAP, JSON, MAX_PARSE, Payload, hexdump
+from qconsole.payload import BINARY, DEFAULT_CAP, JSON, Payload, hexdump
 from qconsole.safetext import escape_controls, safe_name, safe_text
 
 from .dialogs import AskTextScreen
@@ -40,6 +40,13 @@ def _line(text: Text) -> Text:
     return text
 
 
+#: the most `a` (the whole payload) draws: the screen renders it on the event loop, ~0.6 s a
+#: MiB of text (16 MiB froze the console for minutes); beyond it, `s` saves the whole payload
+WHOLE_CAP = 1 << 20
+#: JSON highlighted up to this size (Syntax takes ~5 s a MiB); larger JSON is drawn as text
+HIGHLIGHT_CAP = 256 << 10
+
+
 def payload_renderable(payload: Payload, width: int = 80) -> RenderableType:
     """Pretty JSON (highlighted), text, or a hex dump; controls visible, markup inert.
 
@@ -49,10 +56,11 @@ def payload_renderable(payload: Payload, width: int = 80) -> RenderableType:
     if payload.error:
         parts.append(_line(safe_text(f"warning: {payload.error}", style="yellow")))
     if payload.truncated:  # said first: the end of a capped payload is far below
+        more = "  (a: more, s: save it)" if len(payload.body) < WHOLE_CAP else "  (s: save the whole payload)"
         parts.append(_line(Text(f"showing {humanize.size(len(payload.body))} of {humanize.size(payload.size)}"
-                                "  (a: the whole payload, s: save it)", style="bold yellow")))
+                                + more, style="bold yellow")))
     body = hexdump(payload.body, 16 if width >= 77 else 8) if payload.kind == BINARY else payload.pretty()
-    if payload.kind == JSON:
+    if payload.kind == JSON and len(body) <= HIGHLIGHT_CAP:
         parts.append(Syntax(escape_controls(body), "json", theme="ansi_dark", word_wrap=True,
                             background_color="default"))
     else:
@@ -75,7 +83,7 @@ def metadata_renderable(msg: Message, payload: Payload, now: float) -> Renderabl
     return grid
 
 
-class PeekScreen(Screen[None]):
+class PeekScreen(Screen["str | None"]):
     """Metadata on the left, the capped payload on the right; n/b walk the list without going back."""
 
     BINDINGS = [
@@ -162,7 +170,9 @@ class PeekScreen(Screen[None]):
         self.query_one("#peek-body", VerticalScroll).scroll_home(animate=False)
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        # the id last shown: the list's cursor follows an n/b walk, so an action after it takes
+        # the message just viewed, not the one the peek started from
+        self.dismiss(self.msg.id if self.messages else None)
 
     def action_step(self, step: int) -> None:
         index = self.index + step
@@ -186,8 +196,10 @@ class PeekScreen(Screen[None]):
         self.call_after_refresh(self.on_resize)
 
     def action_whole(self) -> None:
-        """Read again without the display cap (up to the parse limit)."""
-        self.cap = MAX_PARSE
+        """Read again with the larger cap the screen can still draw (``s`` saves all of it)."""
+        if self.cap == WHOLE_CAP:
+            return
+        self.cap = WHOLE_CAP
         self._read_worker(self.msg, self.cap)
 
     def action_save(self) -> None:

@@ -561,7 +561,14 @@ class QueueScreen(Screen[None]):
         if cur is not None:
             from .peek_screen import PeekScreen
 
-            self.app.push_screen(PeekScreen(self.qroot, lst.messages, lst.cursor))
+            self.app.push_screen(PeekScreen(self.qroot, lst.messages, lst.cursor), self._peeked)
+
+    def _peeked(self, ident: str | None) -> None:
+        """Back from a peek: the cursor on the message last viewed (if it is still listed)."""
+        lst = self.query_one(MessageList)
+        at = lst.index_of(ident) if ident is not None else None
+        if at is not None:
+            lst.cursor = at
 
     def _selection(self) -> list[Message]:
         return self.query_one(MessageList).selection()
