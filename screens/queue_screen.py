@@ -77,7 +77,7 @@ class QueueScreen(Screen[None]):
         Binding("d", "delete", "Delete", id="queue.delete"),
         Binding("m", "move", "Move", id="queue.move"),
         Binding("P", "purge", "Purge", id="queue.purge"),
-        Binding("slash", "search", "Search", id="queue.search"),
+        Binding("slash", "search", "Search", id="queue.search", priority=True),
         Binding("escape", "back", "Back", id="queue.back"),
         # not in the footer (80 columns hold the rest); `?` and the palette list them
         Binding("R", "requeue_expired", "Requeue every expired", show=False, id="queue.requeue_expired"),
@@ -191,6 +191,10 @@ class QueueScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MUTATING_ACTIONS and self.qapp.read_only:
             return False  # read-only: the key is not offered at all
+        if action == "search" and self.focused is self.query_one("#qsearch", Input):
+            # / is a priority key: typed in the box it is text (the screen's focus is set at
+            # once; has_focus follows only when the box has handled its Focus event)
+            return False
         if action == "settings":
             return self.qroot.can(SETTINGS)
         if action in ("trash", "undo"):
@@ -412,13 +416,15 @@ class QueueScreen(Screen[None]):
     def action_search(self) -> None:
         box = self.query_one("#qsearch", Input)
         box.remove_class("hidden")
-        box.focus()
+        # a priority binding, run as the key arrives, and focus given at once: keys typed (or
+        # pasted) in one burst after / went to the list as commands (a: mark all, t: trash...)
+        self.set_focus(box)
 
     @on(Input.Submitted, "#qsearch")
     def _search_submitted(self, event: Input.Submitted) -> None:
         text = event.value.strip()
         event.input.add_class("hidden")
-        self.query_one(MessageList).focus()
+        self.set_focus(self.query_one(MessageList))  # at once: keys may follow in the same burst
         if not text:
             self.close_view()
             return
@@ -524,7 +530,7 @@ class QueueScreen(Screen[None]):
         box = self.query_one("#qsearch", Input)
         if not box.has_class("hidden"):
             box.add_class("hidden")
-            self.query_one(MessageList).focus()
+            self.set_focus(self.query_one(MessageList))
             return
         if self.view is not None:
             self.close_view()  # esc first cancels the search or leaves the filtered view

@@ -26,6 +26,7 @@ from .rates import QueueHistory, rate_text
 from .publish_screen import PublishScreen
 from .settings_screen import SettingsScreen
 from .trash_screen import TrashScreen
+from .names import short_name
 from .services import services
 
 #: below this many messages a queue is scanned with ids, so in/out rates are exact
@@ -62,27 +63,6 @@ SORTS = [("name", "name"), ("backlog", "backlog"), ("oldest", "oldest age"), ("e
 WIDTHS = {key: width for key, _label, width in COLUMNS}
 
 LEVEL_STYLE = {OK: "", WARNING: "bold yellow", CRITICAL: "bold red reverse"}
-
-
-def short_name(name: str, width: int) -> str:
-    """``name`` (made safe to show) in at most ``width`` cells: its head and tail around a
-    ``…`` when longer, as queues that differ at the end (``-eu``/``-us``, ``-dlq``) often do."""
-    text = safe_name(name)
-    if cell_len(text) <= width:
-        return text
-    if width < 2:
-        return "…"[:width]
-    room = width - 1
-    head = tail = ""
-    for ch in text:  # the head takes the odd cell
-        if cell_len(head + ch) > room - room // 2:
-            break
-        head += ch
-    for ch in reversed(text):
-        if cell_len(head) + cell_len(ch + tail) > room:  # (a variation selector widens the one before)
-            break
-        tail = ch + tail
-    return f"{head}…{tail}"
 
 
 def level(value: float, warn: float | None, crit: float | None) -> int:
@@ -142,7 +122,7 @@ class RootScreen(Screen[None]):
     MUTATING = frozenset({"publish", "undo"})
     BINDINGS = [
         Binding("enter", "open_queue", "Open", id="root.open"),
-        Binding("slash", "filter", "Filter", id="root.filter"),
+        Binding("slash", "filter", "Filter", id="root.filter", priority=True),
         Binding("o", "sort", "Sort", id="root.sort"),
         Binding("s", "settings", "Settings", id="root.settings"),
         Binding("p", "publish", "Publish", id="root.publish"),
@@ -210,6 +190,10 @@ class RootScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.MUTATING and self.qapp.read_only:
+            return False
+        if action == "filter" and self.focused is self.query_one("#filter", Input):
+            # / is a priority key: typed in the box it is text (the screen's focus is set at
+            # once; has_focus follows only when the box has handled its Focus event)
             return False
         if action in ("settings", "trash"):
             sel = self.selected()
@@ -553,13 +537,15 @@ class RootScreen(Screen[None]):
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.remove_class("hidden")
-        box.focus()
+        # a priority binding, run as the key arrives, and focus given at once: keys typed (or
+        # pasted) in one burst after / went to the list as commands (a: mark all, t: trash...)
+        self.set_focus(box)
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.value = ""
         box.add_class("hidden")
-        self.query_one(DataTable).focus()
+        self.set_focus(self.query_one(DataTable))  # at once: keys may follow in the same burst
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -571,7 +557,7 @@ class RootScreen(Screen[None]):
     def _filter_done(self, event: Input.Submitted) -> None:
         if not event.value.strip():
             event.input.add_class("hidden")
-        self.query_one(DataTable).focus()
+        self.set_focus(self.query_one(DataTable))
 
 
 def other_label(roots: list[Backend]) -> str:

@@ -21,6 +21,7 @@ from qconsole.backends.base import SETTINGS, Backend, Setting, Unsupported
 from qconsole.errors import QConsoleError, SettingsError
 from qconsole.safetext import escape_controls, safe_name, safe_text
 
+from .dialogs import ConfirmScreen
 from .services import services
 
 LEVELS = ("root", "queue")
@@ -272,4 +273,17 @@ class SettingsScreen(Screen[None]):
         self.recompute()
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        """Back; with unsaved edits, only after a yes (escape dropped them silently)."""
+        edited = [inp for inp in self.query(Input).filter(".setting")
+                  if inp.value != self.initial.get(inp.setting)]  # type: ignore[attr-defined]
+        if not edited:
+            self.app.pop_screen()
+            return
+        n = len(edited)
+
+        def answered(yes: bool | None) -> None:
+            if yes and self.is_current:
+                self.app.pop_screen()
+
+        self.app.push_screen(ConfirmScreen(f"Leave without saving? {n} field(s) changed",
+                                           "y drops them; n goes back to the form (ctrl+s saves)."), answered)

@@ -16,11 +16,14 @@ from qconsole.output import humanize
 from qconsole.safetext import safe_name
 
 from .dialogs import ConfirmScreen
+from .names import short_name
 from .services import services
 
 #: ids named per batch in the "holds" column, cut to its width (the table never scrolls sideways)
 SHOWN_IDS = 2
 HOLDS_W = 24
+#: cells of the queue column: a longer name keeps its head and tail around …
+QUEUE_W = 12
 
 
 class TrashScreen(Screen[None]):
@@ -51,7 +54,7 @@ class TrashScreen(Screen[None]):
         yield Header()
         yield Static(Text.assemble(("trash of ", "dim"), (safe_name(self.qroot.target), "bold")), id="ttitle")
         table: DataTable[Text | str] = DataTable(cursor_type="row", id="batches")
-        for key, label, width in (("when", "when", 19), ("action", "action", 6), ("queue", "queue", 12),
+        for key, label, width in (("when", "when", 19), ("action", "action", 6), ("queue", "queue", QUEUE_W),
                                   ("count", "msgs", 5), ("holds", "holds", HOLDS_W)):
             table.add_column(label, key=key, width=width)
         yield table
@@ -86,7 +89,7 @@ class TrashScreen(Screen[None]):
             if len(held) + len(more) > HOLDS_W:
                 held = held[: HOLDS_W - len(more) - 1] + "…"
             held += more
-            table.add_row(humanize.clock(b.created_at), b.action, safe_name(b.queue or "-"),
+            table.add_row(humanize.clock(b.created_at), b.action, short_name(b.queue or "-", QUEUE_W),
                           Text(str(b.count), justify="right"), held, key=b.batch)
         status = self.query_one("#tstatus", Static)
         if event.error:

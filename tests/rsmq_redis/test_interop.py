@@ -179,6 +179,8 @@ def test_delete_and_restore_exactly(node, url, r, ns, tmp_path):
     out = qconsole("trash", "list", "--json", "--root", url)
     batches = json.loads(out.stdout)
     assert len(batches) == 1 and batches[0]["count"] == 6 and batches[0]["queue"] == "q"
+    listed = open_target(url).trash_list()[0]  # what the batch holds (the trash screen shows it)
+    assert len(listed.ids) == 6 and {m.encode() for m in listed.ids} == {m for m, _s in before[1]}
     out = qconsole("trash", "restore", "--root", url, "--audit-log", str(audit))
     assert out.returncode == 0 and "6 done" in out.stdout, out.stdout + out.stderr
     assert snapshot() == before

@@ -466,3 +466,43 @@ async def test_settings_saving_the_root_and_the_queue_says_both(roots: tuple[str
         await settle(pilot)
         said = [e.text for e in app.log_entries if e.severity == "information"]
         assert said and "config: 1 done" in said[-1] and "config emails: 1 done" in said[-1], said
+
+
+async def test_leaving_settings_with_unsaved_edits_asks_first(roots: tuple[str, str]) -> None:
+    from tui_helpers import screen_text
+
+    droot, _ = roots
+    app = make_app([droot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_settings(pilot, "emails")
+        form = app.screen
+        form.query_one("#queue--message_timeout").value = "45"
+        await pilot.pause()
+        await pilot.press("escape")
+        await settle(pilot)
+        assert "Leave without saving? 1 field(s) changed" in screen_text(app)
+        await pilot.press("n")  # back to the form, the edit still there
+        await settle(pilot)
+        assert app.screen is form and form.query_one("#queue--message_timeout").value == "45"
+        await pilot.press("escape", "y")
+        await settle(pilot)
+        assert app.screen is not form
+        await pilot.press("s", "escape")  # nothing edited: escape leaves at once
+        await settle(pilot)
+        assert "Leave without saving" not in screen_text(app) and type(app.screen).__name__ == "QueueScreen"
+
+
+async def test_a_settings_value_qconsole_could_not_read_back_is_refused_before_saving(roots: tuple[str, str]) -> None:
+    droot, _ = roots
+    qconf = os.path.join(droot, "emails", "ddmq.yaml")
+    before = open(qconf, "rb").read() if os.path.exists(qconf) else None
+    app = make_app([droot])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_settings(pilot, "emails")
+        box = app.screen.query_one("#queue--priority")
+        box.value = "9" * 300
+        await pilot.pause()
+        assert box.has_class("invalid")
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+    assert (open(qconf, "rb").read() if os.path.exists(qconf) else None) == before

@@ -418,3 +418,21 @@ async def test_a_match_received_while_the_search_runs_is_not_numbered_in_line(tm
         await pilot.pause(0.3)
         rows = [ln for ln in screen_text(app).splitlines() if target in ln]
         assert rows and rows[0].split()[0] == "-", rows  # not "10" of 9 ready ones
+
+
+async def test_the_trash_view_keeps_a_long_queue_names_head_and_tail(tmp_path: Any) -> None:
+    """notifications was cut to 'notification': in a root that also has that queue, the wrong one."""
+    root = str(tmp_path / "v")
+    for q in ("notifications", "notification"):
+        os.makedirs(os.path.join(root, q))
+        with open(os.path.join(root, q, "1700000000000001"), "w") as fh:
+            fh.write("x")
+    app = make_app([root])
+    async with app.run_test(size=(100, 24)) as pilot:
+        await open_queue(pilot, "notifications")
+        await pilot.press("d", "y")
+        await settle(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "notifi…tions" in text and " notification " not in text, text

@@ -102,3 +102,38 @@ async def test_moving_messages_in_flight_asks_first(tmp_path: Any) -> None:
         await settle(pilot)
         assert len(os.listdir(os.path.join(root, "dest"))) == 2
         assert len(os.listdir(os.path.join(root, "q"))) == 1
+
+
+def burst(app: Any, keys: str) -> None:
+    """Keys arriving together (a paste, or an SSH connection delivering buffered keys): all
+    queued before the first is handled, as a terminal sends them."""
+    from textual import events
+
+    for ch in keys:
+        ev = events.Key("slash" if ch == "/" else ch, ch)
+        ev.set_sender(app)
+        app._driver.send_message(ev)
+
+
+async def test_keys_typed_in_one_burst_after_slash_go_into_its_box(tmp_path: Any) -> None:
+    """The rest of the burst was handled as list commands before the box had the focus (e: mark
+    expired, a: mark all, t: the trash, R: requeue every expired); a / inside the text is text."""
+    import asyncio
+
+    from textual.widgets import Input
+
+    root = vsqs_root(tmp_path, ready=2)
+    app = make_app([root])
+    async with app.run_test(size=(100, 24)) as pilot:
+        await settle(pilot)
+        burst(app, "/q/")
+        await asyncio.sleep(0.3)
+        await settle(pilot)
+        assert app.screen.query_one("#filter", Input).value == "q/"
+        await pilot.press("escape")
+        screen = await open_queue(pilot, "q")
+        burst(app, "/eat/")
+        await asyncio.sleep(0.3)
+        await settle(pilot)
+        assert screen.query_one("#qsearch", Input).value == "eat/"
+        assert app.screen is screen and not the_list(screen).marked

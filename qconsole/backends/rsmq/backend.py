@@ -58,6 +58,8 @@ SCRIPT_BATCH = 256
 #: a visible range up to this size is split into ready/expired by reading its receive counts;
 #: a bigger one by the HLEN arithmetic (O(1))
 EXACT_VISIBLE = 20_000
+#: message ids of each trash batch a listing reads (a screen shows the first few)
+TRASH_IDS_LISTED = 8
 #: how far into the visible range counting looks for the oldest ready message
 OLDEST_SCAN_LIMIT = 10 * CHUNK
 #: rsmq's bounds (Node rsmq 0.12.4 _validate; PyRSMQ allows maxsize up to 65565)
@@ -771,11 +773,14 @@ class RsmqBackend(Backend):
                 meta, _m, order = self._trash_keys(b)
                 pipe.hmget(meta, ["action", "queue", "user", "created"])
                 pipe.zcard(order)
+                pipe.zrange(order, 0, TRASH_IDS_LISTED - 1)  # what the batch holds, as the file trash says
             res = self._call(pipe.execute)
             for i, b in enumerate(part):
-                action, queue, user, created = (None if v is None else _s(v) for v in res[2 * i])
-                out.append(TrashBatch(batch=b, created_at=float(created or 0), action=action or "?",
-                                      queue=queue, count=int(res[2 * i + 1]), user=user or ""))
+                action, queue, user, created = (None if v is None else _s(v) for v in res[3 * i])
+                when = _num(created)  # written by us, but anyone may plant a batch
+                out.append(TrashBatch(batch=b, created_at=float(when or 0), action=action or "?",
+                                      queue=queue, count=int(res[3 * i + 1]), user=user or "",
+                                      ids=[_s(m) for m in res[3 * i + 2]]))
         return out
 
     def trash_batch_queue(self, batch: str | None) -> tuple[str, str | None]:

@@ -1,0 +1,28 @@
+"""Names fitted into a column: head and tail kept, as the screens show queue names."""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+
+from qconsole.safetext import safe_name
+
+
+def short_name(name: str, width: int) -> str:
+    """``name`` (made safe to show) in at most ``width`` cells: its head and tail around a
+    ``…`` when longer, as queues that differ at the end (``-eu``/``-us``, ``-dlq``) often do."""
+    text = safe_name(name)
+    if cell_len(text) <= width:
+        return text
+    if width < 2:
+        return "…"[:width]
+    room = width - 1
+    head = tail = ""
+    for ch in text:  # the head takes the odd cell
+        if cell_len(head + ch) > room - room // 2:
+            break
+        head += ch
+    for ch in reversed(text):
+        if cell_len(head) + cell_len(ch + tail) > room:  # (a variation selector widens the one before)
+            break
+        tail = ch + tail
+    return f"{head}…{tail}"
