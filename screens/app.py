@@ -108,6 +108,12 @@ class QConsoleApp(App[None]):
         self.sub_title = self.roots_title = "  ".join(safe_name(r.target) for r in self.roots)
         #: the bulk changes running, with the (done, total) each last reported
         self.running: dict[int, tuple[str, int, int]] = {}
+        #: every change under way (worker thread -> its label), reported or not yet
+        self.changing: dict[int, str] = {}
+        #: quit asked while changes ran: the console closes when the last one ends
+        self.quitting = False
+        #: set: the changes under way stop at their next progress tick (a safe point)
+        self.stop_changes = threading.Event()
         for r in self.roots:
             r.progress = _report_progress  # the worker thread's own operation hears its ticks
 
@@ -159,6 +165,8 @@ class QConsoleApp(App[None]):
 
         def report(n: int, total: int) -> None:  # at most a few times a second, to the header
             nonlocal last
+            if self.stop_changes.is_set():  # the operator chose to stop it: a tick is a safe point
+                raise KeyboardInterrupt  # (what ctrl+c raises in the CLI: every change undoes its part)
             now = time.monotonic()
             if now - last >= PROGRESS_EVERY_S and n < total:
                 last = now
@@ -167,13 +175,16 @@ class QConsoleApp(App[None]):
                 self._post_quietly(self.Progress(key, label, n, total))
 
         _OPERATION.report = report
+        self.changing[key] = label
         try:
             result = self._operation_result(root, label, call)
+            if done is not None:
+                self.call_from_thread(done, result)
         finally:
             _OPERATION.report = None
+            self.changing.pop(key, None)
+            # after done(): the quit waiting for this change closes the app on this message
             self._post_quietly(self.Progress(key, label, None, None))
-        if done is not None:
-            self.call_from_thread(done, result)
 
     def _post_quietly(self, message: TMessage) -> None:
         try:
@@ -197,11 +208,42 @@ class QConsoleApp(App[None]):
             self.running.pop(key, None)
         else:
             self.running[key] = (label, n, total)
-        if not self.running:
-            self.sub_title = self.roots_title
+        if self.quitting and not self.changing:
+            self.exit()  # the last change ended: the quit asked for
             return
-        self.sub_title = "  ".join(f"{safe_name(what)}: {n:,} of {total:,} ({100 * n // max(total, 1)}%)…"
-                                   for what, n, total in self.running.values())
+        lead = "quitting when done (ctrl+q: stop at a safe point) · " if self.quitting else ""
+        if not self.running:
+            self.sub_title = lead + self.roots_title
+            return
+        self.sub_title = lead + "  ".join(f"{safe_name(what)}: {n:,} of {total:,} ({100 * n // max(total, 1)}%)…"
+                                          for what, n, total in self.running.values())
+
+    async def action_quit(self) -> None:
+        """Quit; while a change runs, only once it has ended (or been stopped at a safe point):
+        the console closing went blank while the change ran on, with nothing said."""
+        if not self.changing:
+            self.exit()
+            return
+        if isinstance(self.screen, ConfirmScreen):
+            return  # already asking
+        what = ", ".join(sorted(set(safe_name(v) for v in self.changing.values())))
+        if self.quitting:
+            self.push_screen(ConfirmScreen(
+                f"Stop {what} at a safe point?",
+                "What is done stays done (the trash and u undo a delete or purge); the rest is left "
+                "as it was. The console closes when it has stopped."),
+                lambda yes: self.stop_changes.set() if yes else None)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.quitting = True
+                self._show_progress(0, "", None, None)  # the header says so (or quits now)
+
+        self.push_screen(ConfirmScreen(
+            f"Quit? {what} is still running",
+            "y: the console closes when it has ended (ctrl+q again offers to stop it at a safe "
+            "point); n: stay."), answered)
 
     def _operation_result(self, root: Backend, label: str, call: Callable[[Any], Any]) -> Any:
         """``call``'s result, its summary said; None (and the error said) when it failed."""
@@ -215,6 +257,11 @@ class QConsoleApp(App[None]):
             result = None
         except Exception as err:  # noqa: BLE001 (a fault of ours: said, and ``done`` still runs)
             self.call_from_thread(self.say, f"{label}: internal error: {type(err).__name__}: {err}", "error")
+            result = None
+        except KeyboardInterrupt:
+            if not self.stop_changes.is_set():
+                raise
+            self.call_from_thread(self.say, f"{label}: stopped at a safe point (what was done stays done)", "warning")
             result = None
         else:
             summary = result.summary() if hasattr(result, "summary") else f"{label}: done"

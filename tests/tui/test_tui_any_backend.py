@@ -338,9 +338,9 @@ class TickingRemove(MemoryBackend):
 
 
 def test_quitting_during_a_bulk_change_does_not_stop_it_part_way(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The real app's run (its own event loop, closed when it quits), quit with ctrl+q while
-    a purge reports progress: the purge goes on to its end (a progress report once raised
-    "App is not running" inside the change and stopped it half done)."""
+    """The real app's run, quit with ctrl+q while a purge reports progress: asked first, then
+    the console closes only when the purge has ended (it went blank while the change ran on,
+    and a progress report once raised "App is not running" inside the change)."""
     import threading
     import time
 
@@ -360,16 +360,53 @@ def test_quitting_during_a_bulk_change_does_not_stop_it_part_way(monkeypatch: py
             if app.running:
                 break
         under_way.append(bool(app.running))
-        # its second half reports progress once the app is gone (the app's run waits for it)
-        threading.Timer(0.5, backend.go_on.set).start()
         await pilot.press("ctrl+q")
+        await pilot.pause(0.2)  # (not settle: it waits for the workers, and the purge waits for us)
+        asked.append(screen_text(app))
+        await pilot.press("y")
+        await pilot.pause(0.2)
+        asked.append(app.sub_title)
+        threading.Timer(0.5, backend.go_on.set).start()  # its second half, while the console waits
 
+    asked: list[str] = []
     app.run(headless=True, size=(80, 24), auto_pilot=operator)
-    assert under_way == [True]  # quit while it ran, and said so
-    deadline = time.monotonic() + 10
-    while not backend.finished and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert backend.finished and backend.queues["jobs"] == {}
+    assert under_way == [True]
+    assert "Quit? purge is still running" in asked[0] and asked[1].startswith("quitting when done")
+    assert backend.finished and backend.queues["jobs"] == {}  # it had ended when the app returned
+
+
+def test_a_second_ctrl_q_while_quitting_stops_the_change_at_a_safe_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waiting to quit, ctrl+q again offers to stop the change: it stops at its next progress
+    tick (raised there as ctrl+c is in the CLI), is said and on the audit record as interrupted."""
+    import threading
+
+    from qconsole.screens import app as app_module
+    from qconsole.screens.app import QConsoleApp
+
+    monkeypatch.setattr(app_module, "PROGRESS_EVERY_S", 0.0)
+    backend = TickingRemove()
+    app = QConsoleApp([backend], interval=0, live_countdown=False, clock=Clock(), audit_log=os.devnull)
+
+    async def operator(pilot: Any) -> None:
+        await settle(pilot)
+        app.run_operation(backend, "purge", lambda ops: ops.purge("jobs"))
+        for _ in range(200):
+            await pilot.pause(0.01)
+            if app.running:
+                break
+        await pilot.press("ctrl+q", "y")
+        await pilot.pause(0.2)
+        await pilot.press("ctrl+q")
+        await pilot.pause(0.2)
+        asked.append(screen_text(app))
+        await pilot.press("y")
+        threading.Timer(0.2, backend.go_on.set).start()
+
+    asked: list[str] = []
+    app.run(headless=True, size=(80, 24), auto_pilot=operator)
+    assert "Stop purge at a safe point?" in asked[0]
+    assert not backend.finished and backend.queues["jobs"]  # stopped part way, at a tick
+    assert any("stopped at a safe point" in e.text for e in app.log_entries)
 
 
 async def test_an_operation_that_fails_unexpectedly_is_on_the_audit_record(tmp_path: Any) -> None:
