@@ -16,8 +16,11 @@ if TYPE_CHECKING:  # Rich is imported only when a Text is actually built
     from rich.text import Text
 
 # C0 except \t and \n, DEL, C1, and lone surrogates (undecodable file-name bytes),
-# plus the Unicode bidi overrides and line/paragraph separators that can disguise text.
-_UNSAFE_CLASS = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+# plus the Unicode bidi overrides and line/paragraph separators that can disguise text, and
+# the invisible ones (soft hyphen, zero-width space/joiners, marks, word joiner, BOM): two
+# queue names or ids that differ only by one of them looked the same.
+_UNSAFE_CLASS = (r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                 r"\u00ad\u061c\u200b-\u200f\u2060-\u2064\ufeff]")
 _UNSAFE: list[re.Pattern[str]] = []  # compiled on first use: see escape_controls
 _NAMES = {"\x1b": "\\e", "\r": "\\r", "\x00": "\\0", "\x7f": "\\x7f"}
 

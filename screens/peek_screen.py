@@ -43,6 +43,8 @@ def _line(text: Text) -> Text:
 #: the most `a` (the whole payload) draws: the screen renders it on the event loop, ~0.6 s a
 #: MiB of text (16 MiB froze the console for minutes); beyond it, `s` saves the whole payload
 WHOLE_CAP = 1 << 20
+#: below this many columns the metadata goes above the payload, not beside it
+NARROW = 70
 #: JSON highlighted up to this size (Syntax takes ~5 s a MiB); larger JSON is drawn as text
 HIGHLIGHT_CAP = 256 << 10
 
@@ -126,6 +128,7 @@ class PeekScreen(Screen["str | None"]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.query_one("#peek").set_class(self.app.size.width < NARROW, "narrow")
         self.query_one("#peek-body").focus()
         # the wide/narrow choice is the operator's: it holds across messages and peeks
         self.query_one("#peek-meta").set_class(getattr(self.app, "peek_wide", False), "hidden")
@@ -185,6 +188,7 @@ class PeekScreen(Screen["str | None"]):
         self.load()
 
     def on_resize(self) -> None:
+        self.query_one("#peek").set_class(self.size.width < NARROW, "narrow")
         if self.payload is not None:  # the hex dump's row width follows the pane's
             width = self.query_one("#peek-body").scrollable_content_region.width
             self.query_one("#body", Static).update(payload_renderable(self.payload, width))

@@ -62,3 +62,18 @@ async def test_after_walking_with_n_the_list_acts_on_the_message_last_viewed(tmp
         await settle(pilot)
         left = os.listdir(os.path.join(root, "q"))
         assert len(left) == 2 and second not in left
+
+
+@pytest.mark.parametrize("size", [(60, 20), (40, 12)])
+async def test_on_a_narrow_terminal_the_payload_gets_the_width(tmp_path: Any, size: tuple[int, int]) -> None:
+    """Beside the 46-column metadata, the payload had 12 columns at 60 and none at 40."""
+    text = "the payload of a message, long enough to need a whole line"
+    root = vsqs_root(tmp_path, [text.encode()])
+    app = make_app([root])
+    async with app.run_test(size=size) as pilot:
+        await open_queue(pilot, "q")
+        await pilot.press("v")
+        await settle(pilot)
+        body = app.screen.query_one("#peek-body")
+        assert body.size.width >= size[0] - 4 and body.size.height >= 2, body.size
+        assert "the payload of a" in screen_text(app)

@@ -43,6 +43,14 @@ def test_escape_controls_makes_everything_visible():
     assert escape_controls("caf\udce9") == "caf\\xe9"  # undecodable file-name byte
 
 
+def test_invisible_characters_are_shown():
+    """Two names differing by an invisible character looked the same (orders / ord\u200bers)."""
+    for ch in ("\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\ufeff", "\u00ad", "\u061c"):
+        out = escape_controls(f"ord{ch}ers")
+        assert ch not in out and out != "orders" and out.startswith("ord\\"), (ch, out)
+    assert escape_controls("café 👍 日本") == "café 👍 日本"  # visible text is left as it is
+
+
 def test_safe_text_never_parses_markup():
     from rich.console import Console
 
