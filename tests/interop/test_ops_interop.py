@@ -216,6 +216,25 @@ def test_ddmq_move_and_trash_restore(ddmq_root):
     assert ops.trash_list() == []
 
 
+def test_ddmq_move_keeps_the_priority_a_file_name_carries_when_its_body_has_none(ddmq_root):
+    """A body without a usable priority (another writer's, or edited by hand): the move keeps the
+    priority its file name says (what consumers order it by), not DEST's default."""
+    root, broker = ddmq_root
+    broker.create_queue("dlq")
+    broker.publish("jobs", "urgent", priority=10)
+    broker.publish("jobs", "plain", priority=500)
+    qdir = os.path.join(root, "jobs")
+    urgent = next(n for n in os.listdir(qdir) if n.startswith("10."))
+    body = json.load(open(os.path.join(qdir, urgent)))
+    del body["priority"]
+    with open(os.path.join(qdir, urgent), "w") as fh:
+        json.dump(body, fh)
+    assert len(_ops(root).move("jobs", "dlq", all_=True).done) == 2
+    names = sorted(n for n in os.listdir(os.path.join(root, "dlq")) if ".ddmq" in n)
+    assert [n.split(".")[0] for n in names] == ["10", "500"], names
+    assert ddmq_broker(root).consume("dlq").message == "urgent"  # still first in line
+
+
 def test_vsqs_delete_to_trash_and_restore(vsqs_root):
     root, manager = vsqs_root
     q = manager.get_queue("jobs")

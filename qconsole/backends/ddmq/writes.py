@@ -117,13 +117,23 @@ def requeued_body(body: dict[str, Any], queue: str, requeue_prio: int, relpath: 
     return out
 
 
+def _named_priority(relpath: str) -> int | None:
+    """The priority the message's file name carries (what a consumer orders it by)."""
+    name = relpath.rpartition("/")[2]
+    parsed = layout.parse_waiting(name)
+    text = parsed[0] if parsed else (layout.parse_work(name) or (None, None))[1]
+    prio = int(text) if text is not None else None
+    return prio if _valid_priority(prio) else None
+
+
 def moved_body(body: dict[str, Any], dest: str, fallback_prio: int, relpath: str) -> dict[str, Any]:
     """A message moved into ``dest``: same payload, priority and id (from its file name), at
-    the end of its priority. A priority in the body that publish would refuse gives way to
-    ``dest``'s default."""
+    the end of its priority. A body without a priority publish would take keeps the one its
+    file name carries; with neither, ``dest``'s default."""
     prio = body.get("priority")
     if not _valid_priority(prio):
-        prio = fallback_prio
+        named = _named_priority(relpath)
+        prio = fallback_prio if named is None else named
     qn = queue_number()
     uid = _uid_of(relpath)
     out = dict(body)
