@@ -19,6 +19,9 @@ from .common import AuditLogOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootOpt, fail
 
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 NoTrashOpt = Annotated[bool, typer.Option("--no-trash", help="Really unlink (no undo) instead of moving to the trash.")]
+#: the largest payload publish takes (held in memory, count times referenced): far above what
+#: any of the clients send (RSMQ: 64 KiB), far below what would exhaust a login node
+MAX_PUBLISH_BYTES = 256 << 20
 IDS_HELP = ("Message ids (or file names); '-' alone: read them from stdin, one a line (as `qconsole ls QUEUE --ids` "
             "prints them; one no longer in the queue is skipped, a typed one that is not fails the command).")
 IdsArg = Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...", help=IDS_HELP, show_default=False)]
@@ -94,11 +97,14 @@ def publish(
     if file == "-" or (text is None and file is None):
         if text is None and file is None and sys.stdin.isatty():
             raise fail("nothing to publish: give TEXT, --file PATH or pipe it on stdin")
-        data = sys.stdin.buffer.read()
+        data = sys.stdin.buffer.read(MAX_PUBLISH_BYTES + 1)  # `cat /dev/zero |` ends, with one line
+        if len(data) > MAX_PUBLISH_BYTES:
+            raise fail(f"more than {MAX_PUBLISH_BYTES >> 20} MiB on stdin: a message that large is refused")
     elif file is not None:
         from ..backends.fs import safety
 
-        data = safety.read_regular(file, follow=True)  # a FIFO or /dev/zero is refused, never read
+        # a FIFO or /dev/zero is refused, never read; a file past the cap, before it is read
+        data = safety.read_regular(file, follow=True, max_size=MAX_PUBLISH_BYTES)
     else:
         data = (text or "").encode()
     result = ops.publish(queue, [data] * count, **options)

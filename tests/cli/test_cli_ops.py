@@ -182,6 +182,21 @@ def test_absurd_counts_are_refused_in_one_line(droot, args):
     assert res.exit_code == 2 and "internal error" not in res.output, res.output
 
 
+def test_publish_refuses_a_payload_past_its_cap_from_stdin_and_from_a_file(droot, tmp_path, monkeypatch):
+    """`cat /dev/zero | qconsole publish q --file -` read without end (MemoryError)."""
+    from qconsole.cli import ops as cli_ops
+
+    monkeypatch.setattr(cli_ops, "MAX_PUBLISH_BYTES", 1000)
+    before = sorted(os.listdir(os.path.join(droot, "jobs")))
+    res = runner.invoke(app, ["publish", "jobs", "--file", "-", "-r", droot], input=b"x" * 5000)
+    assert res.exit_code == 2 and "more than" in res.output
+    big = tmp_path / "big"
+    big.write_bytes(b"y" * 5000)
+    res = run("publish", "jobs", "--file", str(big), "-r", droot)
+    assert res.exit_code == 2 and "5000 bytes" in res.output
+    assert sorted(os.listdir(os.path.join(droot, "jobs"))) == before
+
+
 def test_config_shows_sources_and_sets(droot):
     res = run("config", "-r", droot)
     assert res.exit_code == 0 and "priority" in res.output and "(default)" in res.output
