@@ -18,7 +18,7 @@ from textual.widgets import Footer, Header, Input, Static
 
 from qconsole.backends.base import REDELIVERY_COUNT, SETTINGS, TRASH, PRIORITIES, Backend
 from qconsole.columns import MessageColumns, release_memory
-from qconsole.errors import QConsoleError
+from qconsole.errors import QConsoleError, UnknownQueueError
 from qconsole.model import Message, QueueScan
 from qconsole.ops.operations import PURGEABLE
 from qconsole.output import humanize
@@ -244,6 +244,8 @@ class QueueScreen(Screen[None]):
             cols = self.qroot.list_messages(self.queue, self.qapp.clock(), previous=previous, progress=partial)
             self.post_message(self.Loaded(cols, None, resume_gc, time.thread_time() - cpu,
                                           unchanged=cols is previous))
+        except UnknownQueueError as err:  # the queue was deleted: its rows and counts go too
+            self.post_message(self.Loaded(MessageColumns.empty(self.queue), str(err), resume_gc))
         except QConsoleError as err:
             self.post_message(self.Loaded(None, str(err), resume_gc))
         except OSError as err:

@@ -436,3 +436,26 @@ async def test_the_trash_view_keeps_a_long_queue_names_head_and_tail(tmp_path: A
         await settle(pilot)
         text = screen_text(app)
         assert "notifi…tions" in text and " notification " not in text, text
+
+
+async def test_a_queue_deleted_while_open_shows_no_rows_and_says_so(tmp_path: Any) -> None:
+    """Its old rows and counts stayed beside the red note, and could be marked and acted on."""
+    import shutil
+
+    root = str(tmp_path / "v")
+    os.makedirs(os.path.join(root, "tmpq"))
+    for i in range(3):
+        with open(os.path.join(root, "tmpq", f"170000000000000{i}"), "w") as fh:
+            fh.write("x")
+    app = make_app([root])
+    async with app.run_test(size=(100, 24)) as pilot:
+        screen = await open_queue(pilot, "tmpq")
+        from qconsole.screens.message_list import MessageList
+
+        assert len(screen.query_one(MessageList).messages) == 3
+        shutil.rmtree(os.path.join(root, "tmpq"))
+        await pilot.press("g")
+        await settle(pilot)
+        text = screen_text(app)
+        assert len(screen.query_one(MessageList).messages) == 0
+        assert "no queue 'tmpq'" in text and "ready 3" not in text, text
