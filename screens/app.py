@@ -330,5 +330,11 @@ class QConsoleApp(App[None]):
                 if self.read_only and binding.action in getattr(screen, "MUTATING", ()):
                     continue
                 action = binding.action
+                if action == "noop":  # a key description only (shift+up/down marks a range)
+                    continue
+                name, _, args = action.partition("(")
+                params = tuple(a.strip().strip("'\"") for a in args.rstrip(")").split(",") if a.strip())
+                if screen.check_action(name, params) is False:  # what the screen refuses here
+                    continue
                 yield SystemCommand(binding.description, f"key {binding.key}",
                                     lambda a=action, s=screen: self.call_later(s.run_action, a))

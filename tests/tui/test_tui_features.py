@@ -459,3 +459,18 @@ async def test_a_queue_deleted_while_open_shows_no_rows_and_says_so(tmp_path: An
         text = screen_text(app)
         assert len(screen.query_one(MessageList).messages) == 0
         assert "no queue 'tmpq'" in text and "ready 3" not in text, text
+
+
+async def test_the_palette_offers_only_what_the_screen_can_do(roots: tuple[str, str]) -> None:
+    """On a VSQS queue it offered Dead letters and Settings, which did nothing when chosen."""
+    droot, vroot = roots
+    app = make_app([vroot, droot])
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_queue(pilot, "orders")
+        offered = {c.title for c in app.get_system_commands(screen)}
+        assert "Requeue" in offered and "Peek" in offered
+        assert not {"Settings", "Dead letters (redelivered)", "Mark a range"} & offered, offered
+        await pilot.press("escape")
+        await settle(pilot)
+        ddmq = await open_queue(pilot, "emails")
+        assert "Settings" in {c.title for c in app.get_system_commands(ddmq)}
