@@ -450,3 +450,18 @@ def test_reading_by_score_in_chunks_takes_every_member_once_across_tied_scores(r
         want = r.zrangebyscore(key, low, high, withscores=True)
         assert backend._by_score(key, low, high) == want, (low, high)
     backend.close()
+
+
+def test_a_queue_whose_key_has_the_wrong_type_is_its_own_error_not_the_namespaces(node, r, url, ns):
+    node.call("createQueue", qname="good")
+    node.call("sendMessage", qname="good", message="x")
+    r.sadd(f"{ns}:QUEUES", "strq")
+    r.set(f"{ns}:strq:Q", "not a hash")
+    res = qconsole("stats", url, "--json")
+    assert "internal error" not in res.stderr and res.stdout, res.stderr
+    doc = _strict(res.stdout)
+    byname = {q["name"]: q for q in doc["queues"]}
+    assert byname["good"]["total"] == 1
+    assert byname["strq"]["errors"] and "not of the type rsmq writes" in byname["strq"]["errors"][0]
+    check = qconsole("check", url)  # Nagios: a warning naming the queue, the others still measured
+    assert check.returncode == 1 and "strq: 1 scan error" in check.stdout and "good_ready=0" in check.stdout, check

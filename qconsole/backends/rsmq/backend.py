@@ -375,10 +375,23 @@ class RsmqBackend(Backend):
                 raise UnknownQueueError(f"no queue {missing[0]!r} in {self.target}")
             names = wanted
         now_s, now_ms = self.clock() if now is None else (now, int(now * 1000))
-        scans = [self._scan_one(n, now_s, now_ms, collect=False) for n in names]
+        scans = [self._scan_or_error(n, now_s, now_ms) for n in names]
         return RootScan(root=self.target, layout=self.kind, generated_at=now_s,
                         duration_s=time.perf_counter() - started, queues=scans, errors=errors,
                         per_queue=[each(s, now_s) for s in scans] if each else None)
+
+    def _scan_or_error(self, name: str, now_s: float, now_ms: int) -> QueueScan:
+        """One queue of a root scan; a queue whose keys are of the wrong type (planted, or
+        another program's) is that queue's error, as a file root reports a bad directory,
+        not the whole namespace's."""
+        try:
+            return self._scan_one(name, now_s, now_ms, collect=False)
+        except RootError as err:
+            if "WRONGTYPE" not in str(err):
+                raise  # the server (connection, login, ACL): every queue's problem
+            bad = QueueScan(name, self.kind, now_s)
+            bad.errors.append(f"{self.hkey(name)} or {self.zkey(name)} is not of the type rsmq writes; not counted")
+            return bad
 
     def scan_queue(self, name: str, now: float | None = None, *, collect: bool = False,
                    check_types: bool = False) -> QueueScan:
