@@ -464,4 +464,4 @@ def test_a_queue_whose_key_has_the_wrong_type_is_its_own_error_not_the_namespace
     assert byname["good"]["total"] == 1
     assert byname["strq"]["errors"] and "not of the type rsmq writes" in byname["strq"]["errors"][0]
     check = qconsole("check", url)  # Nagios: a warning naming the queue, the others still measured
-    assert check.returncode == 1 and "strq: 1 scan error" in check.stdout and "good_ready=0" in check.stdout, check
+    assert check.returncode == 1 and "strq: 1 scan error" in check.stdout and "good_ready=1" in check.stdout, check
