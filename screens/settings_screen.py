@@ -160,6 +160,11 @@ class SettingsScreen(Screen[None]):
             level, key = inp.setting  # type: ignore[attr-defined]
             text = inp.value
             if text.strip() == "":
+                if not self.qroot.settings_removable and self.initial.get((level, key), "").strip():
+                    # said while typing, not refused at ctrl+s after "1 to remove"
+                    problems.append(f"{level}: {key}: {self.qroot.title} settings cannot be removed; give a value")
+                    inp.add_class("invalid")
+                    continue
                 inp.remove_class("invalid")
                 continue
             try:

@@ -140,6 +140,8 @@ class Backend:
     kind: str = ""
     #: the kind as people write it (VSQS, ddmq, RSMQ)
     title: str = ""
+    #: a setting can be removed (falling back to a default); False: every queue holds each one
+    settings_removable: bool = True
     capabilities: frozenset[str] = frozenset()
     publish_options: tuple[Option, ...] = ()
     #: the module the Spark report lists and reads this store with (``list_chunks``, ``read_chunk``)

@@ -196,3 +196,21 @@ def test_open_takes_several_targets_and_refuses_a_bad_one_in_one_line(url, tmp_p
     assert out.stderr.count("\n") == 1 and "cannot connect" in out.stderr and "Traceback" not in out.stderr
     out = qconsole(droot, str(tmp_path / "missing"), url, timeout=30)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "does not exist" in out.stderr
+
+
+async def test_clearing_an_rsmq_setting_is_refused_as_it_is_typed(pyrsmq, url, r, ns) -> None:
+    """The form said '1 to remove' and the save was then refused: RSMQ settings cannot be unset."""
+    pyrsmq.createQueue(qname="jobs", vt=8).execute()
+    app = make_app([url])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await open_queue(pilot, "jobs", 0)
+        await pilot.press("s")
+        await settle(pilot)
+        box = app.screen.query_one("#queue--vt")
+        assert box.value == "8"
+        box.value = ""
+        await pilot.pause()
+        status = str(app.screen.query_one("#serror").content)
+        assert box.has_class("invalid") and "cannot be removed; give a value" in status, status
+    assert r.hget(f"{ns}:jobs:Q", "vt") == b"8"

@@ -200,6 +200,7 @@ class RsmqBackend(Backend):
     kind = RSMQ
     title = "RSMQ"
     capabilities = frozenset({CAP_DELAYED, TRASH, SETTINGS, CREATE_QUEUE, DELETE_QUEUE, REDELIVERY_COUNT})
+    settings_removable = False  # every queue has vt, delay and maxsize
     #: 10 base36 characters of send time, then 6 of the 22 random ones: unique in practice
     short_id_chars = 16
     #: the Spark report reads a namespace by rank ranges (ZRANGE) and HMGET on the executors
