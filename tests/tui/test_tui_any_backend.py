@@ -337,29 +337,38 @@ class TickingRemove(MemoryBackend):
         return [(m.id, None) for m in msgs], None
 
 
-def test_quitting_during_a_bulk_change_does_not_stop_it_part_way(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The real app's run, quit with ctrl+q while a purge reports progress: asked first, then
-    the console closes only when the purge has ended (it went blank while the change ran on,
-    and a progress report once raised "App is not running" inside the change)."""
-    import threading
-    import time
-
+def purging_app(monkeypatch: pytest.MonkeyPatch, audit_log: str = os.devnull) -> tuple[Any, TickingRemove]:
+    """The real app over a purge that reports progress at every message (and waits half way)."""
     from qconsole.screens import app as app_module
     from qconsole.screens.app import QConsoleApp
 
     monkeypatch.setattr(app_module, "PROGRESS_EVERY_S", 0.0)
     backend = TickingRemove()
-    app = QConsoleApp([backend], interval=0, live_countdown=False, clock=Clock(), audit_log=os.devnull)
-    under_way = []
+    return QConsoleApp([backend], interval=0, live_countdown=False, clock=Clock(), audit_log=audit_log), backend
+
+
+async def start_purge(app: Any, backend: TickingRemove, pilot: Any) -> bool:
+    """The purge started and under way (it has reported progress)."""
+    await settle(pilot)
+    app.run_operation(backend, "purge", lambda ops: ops.purge("jobs"))
+    for _ in range(200):
+        await pilot.pause(0.01)
+        if app.running:
+            return True
+    return False
+
+
+def test_quitting_during_a_bulk_change_does_not_stop_it_part_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real app's run, quit with ctrl+q while a purge reports progress: asked first, then
+    the console closes only when the purge has ended (it went blank while the change ran on,
+    and a progress report once raised "App is not running" inside the change)."""
+    import threading
+
+    app, backend = purging_app(monkeypatch)
+    asked: list[Any] = []
 
     async def operator(pilot: Any) -> None:
-        await settle(pilot)
-        app.run_operation(backend, "purge", lambda ops: ops.purge("jobs"))
-        for _ in range(200):
-            await pilot.pause(0.01)
-            if app.running:
-                break
-        under_way.append(bool(app.running))
+        asked.append(await start_purge(app, backend, pilot))
         await pilot.press("ctrl+q")
         await pilot.pause(0.2)  # (not settle: it waits for the workers, and the purge waits for us)
         asked.append(screen_text(app))
@@ -368,32 +377,25 @@ def test_quitting_during_a_bulk_change_does_not_stop_it_part_way(monkeypatch: py
         asked.append(app.sub_title)
         threading.Timer(0.5, backend.go_on.set).start()  # its second half, while the console waits
 
-    asked: list[str] = []
     app.run(headless=True, size=(80, 24), auto_pilot=operator)
-    assert under_way == [True]
-    assert "Quit? purge is still running" in asked[0] and asked[1].startswith("quitting when done")
+    assert asked[0] is True
+    assert "Quit? purge is still running" in asked[1] and asked[2].startswith("quitting when done")
     assert backend.finished and backend.queues["jobs"] == {}  # it had ended when the app returned
 
 
-def test_a_second_ctrl_q_while_quitting_stops_the_change_at_a_safe_point(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_second_ctrl_q_while_quitting_stops_the_change_at_a_safe_point(monkeypatch: pytest.MonkeyPatch,
+                                                                        tmp_path: Any) -> None:
     """Waiting to quit, ctrl+q again offers to stop the change: it stops at its next progress
     tick (raised there as ctrl+c is in the CLI), is said and on the audit record as interrupted."""
+    import json
     import threading
 
-    from qconsole.screens import app as app_module
-    from qconsole.screens.app import QConsoleApp
-
-    monkeypatch.setattr(app_module, "PROGRESS_EVERY_S", 0.0)
-    backend = TickingRemove()
-    app = QConsoleApp([backend], interval=0, live_countdown=False, clock=Clock(), audit_log=os.devnull)
+    log = str(tmp_path / "audit.log")
+    app, backend = purging_app(monkeypatch, log)
+    asked: list[Any] = []
 
     async def operator(pilot: Any) -> None:
-        await settle(pilot)
-        app.run_operation(backend, "purge", lambda ops: ops.purge("jobs"))
-        for _ in range(200):
-            await pilot.pause(0.01)
-            if app.running:
-                break
+        asked.append(await start_purge(app, backend, pilot))
         await pilot.press("ctrl+q", "y")
         await pilot.pause(0.2)
         await pilot.press("ctrl+q")
@@ -402,10 +404,10 @@ def test_a_second_ctrl_q_while_quitting_stops_the_change_at_a_safe_point(monkeyp
         await pilot.press("y")
         threading.Timer(0.2, backend.go_on.set).start()
 
-    asked: list[str] = []
     app.run(headless=True, size=(80, 24), auto_pilot=operator)
-    assert "Stop purge at a safe point?" in asked[0]
+    assert asked[0] is True and "Stop purge at a safe point?" in asked[1]
     assert not backend.finished and backend.queues["jobs"]  # stopped part way, at a tick
+    assert json.loads(open(log).read().splitlines()[-1])["outcome"] == "interrupted"
     assert any("stopped at a safe point" in e.text for e in app.log_entries)
 
 
