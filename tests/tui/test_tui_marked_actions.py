@@ -61,7 +61,7 @@ async def test_a_marked_message_consumed_meanwhile_is_skipped_and_the_rest_done(
         assert not the_list(screen).marked
 
 
-async def test_a_change_that_failed_keeps_the_marks(tmp_path: Any) -> None:
+async def test_a_change_that_failed_keeps_the_marks(tmp_path: Any, monkeypatch: Any) -> None:
     root = vsqs_root(tmp_path, ready=3)
     app = make_app([root])
     async with app.run_test(size=(100, 24)) as pilot:
@@ -70,12 +70,13 @@ async def test_a_change_that_failed_keeps_the_marks(tmp_path: Any) -> None:
         await settle(pilot)
         marked = set(the_list(screen).marked)
         assert len(marked) == 2
-        os.rename(os.path.join(root, "q"), os.path.join(root, "q-away"))  # the delete finds no queue
-        try:
-            await pilot.press("d", "y")
-            await settle(pilot)
-        finally:
-            os.rename(os.path.join(root, "q-away"), os.path.join(root, "q"))
+
+        def failing(*_a: Any, **_k: Any) -> Any:
+            raise OSError(5, "Input/output error")  # the disk, or the network mount, failing
+
+        monkeypatch.setattr(app.roots[0], "remove", failing)
+        await pilot.press("d", "y")
+        await settle(pilot)
         assert any(e.text.startswith("delete:") and e.severity == "error" for e in app.log_entries)
         assert set(the_list(screen).marked) == marked  # the operator may try again
         assert len(os.listdir(os.path.join(root, "q"))) == 3
