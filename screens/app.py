@@ -264,7 +264,7 @@ class QConsoleApp(App[None]):
             self.call_from_thread(self.say, f"{label}: stopped at a safe point (what was done stays done)", "warning")
             result = None
         else:
-            summary = result.summary() if hasattr(result, "summary") else f"{label}: done"
+            summary = result.summary(command_hint=False) if hasattr(result, "summary") else f"{label}: done"
             batch = getattr(result, "batch", None)
             if batch and getattr(result, "action", "") in ("delete", "purge"):
                 entry = (root, batch, getattr(result, "queue", None), summary)

@@ -24,8 +24,9 @@ class OpResult:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (id, reason)
     batch: str | None = None  # trash batch id for delete/purge
 
-    def summary(self) -> str:
-        """One line for a status bar or the CLI."""
+    def summary(self, *, command_hint: bool = True) -> str:
+        """One line for a status bar or the CLI (``command_hint``: with the shell command that
+        undoes it, which the console, where ``u`` does and several roots may be open, leaves out)."""
         where = f" {self.queue}" if self.queue else ""
         line = f"{self.action}{where}: {len(self.done)} done"
         if self.skipped:
@@ -33,5 +34,7 @@ class OpResult:
             detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
             line += f", {len(self.skipped)} skipped ({detail})"
         if self.batch:
-            line += f"; trash batch {self.batch} (undo: qconsole trash restore {self.batch})"
+            line += f"; trash batch {self.batch}"
+            if command_hint:
+                line += f" (undo: qconsole trash restore {self.batch})"
         return line

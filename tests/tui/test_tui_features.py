@@ -205,6 +205,8 @@ async def test_u_undoes_the_last_delete_and_the_trash_view_restores(roots: tuple
         await pilot.press("d", "y")
         await settle(pilot)
         assert first.id not in files(qdir)
+        said = [e.text for e in app.log_entries if e.text.startswith("delete orders")][-1]
+        assert "(u undoes)" in said and "qconsole trash restore" not in said  # (no -r: wrong in a multi-root session)
         await pilot.press("u")  # asks first, naming the queue the change was made in
         await settle(pilot)
         assert "Undo: restore the last change of orders?" in screen_text(app)
