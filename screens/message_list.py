@@ -314,6 +314,7 @@ class MessageList(ScrollView, can_focus=True):
         self.post_message(self.CursorMoved())
 
     def action_cursor(self, step: int) -> None:
+        self.lost = None  # the operator moved on: "the cursor stays at its place" no longer holds
         if self.messages:
             self.cursor = max(0, min(len(self.messages) - 1, self.cursor + step))
 
@@ -333,6 +334,7 @@ class MessageList(ScrollView, can_focus=True):
         self.action_cursor(step * max(1, self.scrollable_content_region.height - 1))
 
     def action_jump(self, where: int) -> None:
+        self.lost = None
         if self.messages:
             self.cursor = len(self.messages) - 1 if where < 0 else 0
 

@@ -476,3 +476,23 @@ async def test_the_palette_offers_only_what_the_screen_can_do(roots: tuple[str, 
         await settle(pilot)
         ddmq = await open_queue(pilot, "emails")
         assert "Settings" in {c.title for c in app.get_system_commands(ddmq)}
+
+
+async def test_the_gone_note_leaves_when_the_cursor_moves(tmp_path: Any) -> None:
+    root = str(tmp_path / "v")
+    os.makedirs(os.path.join(root, "q"))
+    for i in range(4):
+        with open(os.path.join(root, "q", f"170000000000000{i}"), "w") as fh:
+            fh.write("x")
+    app = make_app([root])
+    async with app.run_test(size=(100, 24)) as pilot:
+        await open_queue(pilot, "q")
+        await pilot.press("down")
+        await settle(pilot)
+        os.unlink(os.path.join(root, "q", "1700000000000001"))  # consumed under the cursor
+        await pilot.press("g")
+        await settle(pilot)
+        assert "1700000000000001 is gone" in screen_text(app)
+        await pilot.press("end")
+        await settle(pilot)
+        assert "is gone" not in screen_text(app)
