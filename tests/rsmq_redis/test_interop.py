@@ -465,3 +465,38 @@ def test_a_queue_whose_key_has_the_wrong_type_is_its_own_error_not_the_namespace
     assert byname["strq"]["errors"] and "not of the type rsmq writes" in byname["strq"]["errors"][0]
     check = qconsole("check", url)  # Nagios: a warning naming the queue, the others still measured
     assert check.returncode == 1 and "strq: 1 scan error" in check.stdout and "good_ready=1" in check.stdout, check
+
+
+@pytest.mark.parametrize("exact_limit", [0, 1_000_000])
+def test_a_receive_between_the_counts_and_the_reads_is_counted_once(pyrsmq, url, r, ns, monkeypatch, exact_limit):
+    """A receive moves a member from the visible range to the hidden one. Counted from the
+    first round trip's figures and a later read, it was counted twice (totals above ZCARD);
+    read hidden-then-visible, not at all."""
+    from qconsole.backends.rsmq import backend as rb
+
+    monkeypatch.setattr(rb, "EXACT_VISIBLE", exact_limit)
+    pyrsmq.createQueue(qname="busy").execute()
+    for i in range(6):
+        pyrsmq.sendMessage(qname="busy", message=f"m{i}").execute()
+    backend = open_target(url)
+    real = backend._pipe
+    received = []
+
+    def pipe():
+        p = real()
+        execute = p.execute
+
+        def and_then_a_receive():
+            out = execute()
+            if not received:
+                received.append(pyrsmq.receiveMessage(qname="busy", vt=100).execute())
+            return out
+
+        p.execute = and_then_a_receive
+        return p
+
+    monkeypatch.setattr(backend, "_pipe", pipe)
+    scan = backend.scan_queue("busy")
+    assert received and sum(scan.counts.values()) == r.zcard(f"{ns}:busy") == 6, scan.counts
+    assert scan.counts["inflight"] in (0, 1)  # as the reads met it: before or after its receive
+    backend.close()

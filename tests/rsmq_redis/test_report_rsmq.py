@@ -61,6 +61,21 @@ def test_inventory_columns_by_rank_ranges(pyrsmq, url, ns) -> None:
     assert inventory.redelivery_field("rsmq") == "requeue_counter" and not inventory.records_sender("rsmq")
 
 
+def test_inventory_rows_of_scores_no_column_holds(pyrsmq, url, ns, r) -> None:
+    """±inf or 1e300 planted as scores: a row with no expiry, not a failed report."""
+    fill(pyrsmq, "odd", ready=1)
+    ids = [m.decode() for m in r.zrange(f"{ns}:odd", 0, 2)]
+    r.zadd(f"{ns}:odd", {ids[0]: float("inf"), ids[1]: float("-inf"), ids[2]: 1e300})
+    handle = open_target(url)
+    location = inventory.location_of("rsmq", url, handle)
+    chunks = list(inventory.list_chunks("rsmq", location, "odd", handle.now(), size=4))
+    names = inventory.COLUMN_NAMES
+    rows = {row[names.index("id")]: dict(zip(names, row)) for c in chunks for row in zip(*inventory.read_chunk(c))}
+    assert len(rows) == 5
+    assert rows[ids[0]]["expires_at"] is None and rows[ids[2]]["expires_at"] is None
+    assert rows[ids[1]]["state"] in ("ready", "expired")  # -inf: what a consumer meets first
+
+
 @pytest.mark.spark
 def test_cli_report_on_a_password_protected_namespace_equals_stats(tmp_path: Path) -> None:
     pytest.importorskip("pyspark")

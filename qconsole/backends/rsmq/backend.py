@@ -467,17 +467,22 @@ class RsmqBackend(Backend):
         visible = max(0, total - hidden)
         exact = collect or force_exact or visible <= EXACT_VISIBLE
         tally = _Tally()
-        # plain reads: the members by rank and their receive counts by HMGET, in chunks
-        hidden_members = self._by_score(zkey, f"({now_ms}", "+inf") if hidden else []
+        # plain reads: the members by score and their receive counts by HMGET, in chunks. A
+        # receive between two reads moves a member from the visible range to the hidden one:
+        # visible is read first, so it is in both (counted once, as hidden), never in neither
         wanted = (b":rc", b":fr") if collect else (b":rc",)
+        visible_members = self._by_score(zkey, "-inf", str(now_ms)) if exact and total else []
+        hidden_members = self._by_score(zkey, f"({now_ms}", "+inf") if hidden or visible_members else []
         hidden_rc = self._fields(hkey, [m for m, _ in hidden_members], wanted)
         if exact:
-            visible_members = self._by_score(zkey, "-inf", str(now_ms)) if visible else []
-            if hidden_members and visible_members:  # received between the two reads: once, as hidden
+            if hidden_members and visible_members:
                 taken = set(map(itemgetter(0), hidden_members))
                 visible_members = [mv for mv in visible_members if mv[0] not in taken]
             visible_rc = self._fields(hkey, [m for m, _ in visible_members], wanted)
         else:
+            # the visible count from the hidden members read (a receive since the counts moved
+            # one from visible to hidden: counted in both, totals went above ZCARD)
+            visible = max(0, total - len(hidden_members))
             # only as far into the visible range as it takes to meet the first ready message
             visible_members, visible_rc = [], []
             pos, step = 0, 100

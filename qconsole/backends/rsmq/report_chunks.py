@@ -82,8 +82,16 @@ def list_chunks(store: str, location: str, queue: str, now: float, size: int) ->
                "files": stop - start + 1, "items": {"ranks": [start, stop]}}
 
 
+#: the largest microsecond count a Parquet int64 column holds
+_US_MAX = (1 << 63) - 1
+
+
 def _us(ms: float | None) -> int | None:
-    return None if ms is None else round(ms * 1000)
+    """A score (ms) as microseconds; None for one no column can hold (±inf, or planted past
+    year 292,000: the report failed on it, 'cannot convert float infinity to integer')."""
+    if ms is None or ms != ms or not -_US_MAX <= ms * 1000 <= _US_MAX:
+        return None
+    return round(ms * 1000)
 
 
 def _state(score: float, rc: int, now_ms: int) -> str:
