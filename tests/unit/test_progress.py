@@ -110,16 +110,15 @@ def test_an_error_mid_batch_puts_every_claimed_message_back(tmp_path, monkeypatc
         b.publish("q", t, clean=False)
     b.consume("q", n=20, clean=False)
     calls = {"n": 0}
-    real = batches._sync_close
+    real = batches._sync
 
     def failing(fd):
         calls["n"] += 1
         if calls["n"] == 10:  # in the second batch of 8
-            os.close(fd)
             raise OSError(28, "No space left on device")
         return real(fd)
 
-    monkeypatch.setattr(batches, "_sync_close", failing)
+    monkeypatch.setattr(batches, "_sync", failing)
     monkeypatch.setattr(type(open_target(root)), "REQUEUE_BATCH", 8)
     try:
         _ops(root).requeue("q", all_held=True)

@@ -52,16 +52,28 @@ BATCH_SIZE = 256
 SYNC_THREADS = 16
 #: unlinks in flight at once at a commit (the claimed originals': each frees written blocks)
 DROP_THREADS = 4
+#: how far a batch's commit renames may run ahead of its claim drops: an entry renamed whose
+#: claim is not yet dropped is one a kill leaves for recover to judge, and one whose copy a
+#: consumer takes meanwhile it cannot settle (left alone, reported); unbounded, up to 158 were
+DROP_AHEAD = 2 * DROP_THREADS
 SCHEMA = "qconsole.batch/1"
 MAX_BATCH_JOURNAL_BYTES = 1 << 20
 MAX_ENTRIES = 4096
 
 
-def _sync_close(fd: int) -> None:
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _sync(fd: int) -> None:
+    """A worker's part of the barrier: the descriptor stays its entry's (closed by the writer
+    once the fsync is done, or by abort(): never twice, whatever interrupts the hand-over)."""
+    os.fsync(fd)
+
+
+def _close(e: Entry) -> None:
+    fd, e.fd = e.fd, None  # (cleared first: an interrupt between the two leaks, never double-closes)
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 class Entry:
@@ -89,7 +101,8 @@ class BatchWriter:
                  check: Callable[[list[Entry]], None] | None = None) -> None:
         self.c, self.journal_dir, self.dest, self.size, self.check = c, journal_dir, dest_queue, size, check
         self.pending: list[Entry] = []  # being prepared
-        #: the batch whose fsyncs run, not committed yet: (entries, their fsyncs)
+        #: the batch whose fsyncs run, not committed yet: (entries, their fsyncs); it is set
+        #: before any fsync is handed out, so an interrupt anywhere leaves its entries findable
         self.syncing: tuple[list[Entry], list[Future]] | None = None
         self.failed: list[Entry] = []  # of a batch whose commit raised (abort() judges them)
         self.journal: str | None = None  # of the batch being committed
@@ -113,7 +126,10 @@ class BatchWriter:
         self.pending.append(Entry(key, claim, placement, fd))
         if len(self.pending) < self.size:
             return []
-        prior, self.syncing = self.syncing, self._start_sync()
+        prior = self.syncing
+        if prior is not None:
+            self.failed = prior[0]  # until committed, abort() judges them from here
+        self._start_sync()  # (syncing is the new batch now)
         return self._commit(*prior) if prior is not None else []
 
     def __len__(self) -> int:
@@ -123,37 +139,44 @@ class BatchWriter:
         """Commit everything taken; the keys committed."""
         done: list[Any] = []
         if self.syncing is not None:
-            prior, self.syncing = self.syncing, None
+            prior = self.syncing
+            self.failed, self.syncing = prior[0], None
             done += self._commit(*prior)
         if self.pending:
-            done += self._commit(*self._start_sync())
+            self._start_sync()
+            last = self.syncing
+            assert last is not None
+            self.failed, self.syncing = last[0], None
+            done += self._commit(*last)
         return done
 
-    def _start_sync(self) -> tuple[list[Entry], list[Future]]:
-        """The pending batch's copies handed to the fsync threads (each closed there)."""
-        entries, self.pending = self.pending, []
-        futures: list[Future] = []
-        for e in entries:
+    def _start_sync(self) -> None:
+        """The pending batch becomes :attr:`syncing`, then its copies go to the fsync threads."""
+        batch: tuple[list[Entry], list[Future]] = (self.pending, [])
+        # syncing first, pending after: an interrupt between them leaves the entries in both
+        # (abort() takes each once), never in neither
+        self.syncing = batch
+        self.pending = []
+        for e in batch[0]:
             if e.fd is not None:
-                futures.append(self.pool.submit(_sync_close, e.fd))
-                e.fd = None  # closed by _sync_close whatever happens
-        return entries, futures
+                batch[1].append(self.pool.submit(_sync, e.fd))
 
     def _commit(self, entries: list[Entry], futures: list[Future]) -> list[Any]:
-        try:
-            _first_error(futures)  # the barrier: every copy of the batch on disk
-            if self.check is not None:
-                self.check(entries)
-            for e in entries:
-                safety.check_name(e.placement.final, "message name")
-            journal = self._write_journal(entries)
-        except BaseException:
-            self.failed = entries
-            raise
+        """Commit ``entries`` (held in :attr:`failed` meanwhile, for abort() to judge)."""
+        _first_error(futures)  # the barrier: every copy of the batch on disk
+        for e in entries:
+            _close(e)
+        if self.check is not None:
+            self.check(entries)
+        for e in entries:
+            safety.check_name(e.placement.final, "message name")
+        journal = self._write_journal(entries)
         c = self.c
         drops: list[Future] = []
         try:
-            for e in entries:
+            for i, e in enumerate(entries):
+                if i >= DROP_AHEAD:  # renames at most DROP_AHEAD ahead of the drops (see there)
+                    drops[i - DROP_AHEAD].result()
                 p = e.placement
                 src = os.path.join(p.dest_dir, p.commit_from)
                 if not c.rename(src, os.path.join(p.dest_dir, p.final)):
@@ -169,10 +192,10 @@ class BatchWriter:
             _first_error(drops)
         except BaseException:
             _first_error(drops, quiet=True)  # no unlink left running when abort() judges
-            self.failed = entries  # abort() judges each on disk: committed or not
-            raise
+            raise  # (entries stay in failed: abort() judges each on disk, committed or not)
         c.unlink(journal)
         self.journal = None
+        self.failed = []
         return [e.key for e in entries]
 
     def _write_journal(self, entries: list[Entry]) -> str:
@@ -196,21 +219,17 @@ class BatchWriter:
         """Undo every entry taken whose copy is not committed: copy dropped, message put
         back. Without a journal nothing was committed; with one, an entry whose commit source
         is gone was, and keeps its claim (and the journal) for recover."""
-        entries, pending, self.failed, self.pending = self.failed, self.pending, [], []
-        if self.syncing is not None:
-            (more, futures), self.syncing = self.syncing, None
-            _first_error(futures, quiet=True)  # their descriptors closed before we judge
-            entries = entries + more
-        entries += pending
+        # every fsync and drop handed out has ended (even one whose future an interrupt lost)
+        self.pool.shutdown(wait=True)
+        self.drops.shutdown(wait=True)
+        taken = self.failed + (self.syncing[0] if self.syncing is not None else []) + self.pending
+        self.failed, self.syncing, self.pending = [], None, []
+        seen: set[int] = set()
+        entries = [e for e in taken if id(e) not in seen and not seen.add(id(e))]  # each once
         judge = self.journal is not None
         left_claimed = False
         for e in entries:
-            if e.fd is not None:
-                try:
-                    os.close(e.fd)
-                except OSError:
-                    pass
-                e.fd = None
+            _close(e)
             p, c = e.placement, e.claim.c
             if judge and not c.lexists(os.path.join(p.dest_dir, p.commit_from)):
                 left_claimed = left_claimed or c.lexists(e.claim.path)
