@@ -31,17 +31,17 @@ def _ops(root: str) -> Operations:
     return Operations(open_target(root), audit_log=os.path.join(root, "..", "audit.log"))
 
 
-def _root(tmp_path, layout: str) -> tuple[str, set[str]]:
+def _root(tmp_path, layout: str, n: int = N) -> tuple[str, set[str]]:
     root = str(tmp_path / layout)
     if layout == "ddmq":
         broker = ddmq_broker(root, "src", "dst")
-        for i in range(N):
+        for i in range(n):
             broker.publish("src", f"b-{i}", clean=False)
     else:
         for q in ("src", "dst"):
             os.makedirs(os.path.join(root, q))
-        _ops(root).publish("src", [f"b-{i}".encode() for i in range(N)])
-    return root, {f"b-{i}" for i in range(N)}
+        _ops(root).publish("src", [f"b-{i}".encode() for i in range(n)])
+    return root, {f"b-{i}" for i in range(n)}
 
 
 def _consume_some(root: str, layout: str) -> None:
@@ -350,16 +350,8 @@ def test_commit_renames_run_at_most_a_few_entries_ahead_of_the_claim_drops(tmp_p
 
     from qconsole.backends.fs import safety
 
-    root = str(tmp_path / layout)
     n = 40
-    if layout == "ddmq":
-        broker = ddmq_broker(root, "src", "dst")
-        for i in range(n):
-            broker.publish("src", f"b-{i}", clean=False)
-    else:
-        for q in ("src", "dst"):
-            os.makedirs(os.path.join(root, q))
-        _ops(root).publish("src", [f"b-{i}".encode() for i in range(n)])
+    root, _expected = _root(tmp_path, layout, n)
     state = {"on": False, "renamed": 0, "dropped": 0, "most": 0}
     lock = threading.Lock()
     real_commit, real_rename, real_drop = batches.BatchWriter._commit, safety.Confined.rename, batches._unlink_all
