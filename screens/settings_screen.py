@@ -47,8 +47,8 @@ class Saved:
     def __init__(self, results: list[Any]) -> None:
         self.results = results
 
-    def summary(self) -> str:
-        return "; ".join(r.summary() for r in self.results)
+    def summary(self, *, command_hint: bool = True) -> str:
+        return "; ".join(r.summary(command_hint=command_hint) for r in self.results)
 
 
 class SettingsScreen(Screen[None]):
