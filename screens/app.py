@@ -211,12 +211,13 @@ class QConsoleApp(App[None]):
         if self.quitting and not self.changing:
             self.exit()  # the last change ended: the quit asked for
             return
-        lead = "quitting when done (ctrl+q: stop at a safe point) · " if self.quitting else ""
+        lead = "quitting when done · " if self.quitting else ""  # (short: the header cuts the rest)
         if not self.running:
             self.sub_title = lead + self.roots_title
             return
         self.sub_title = lead + "  ".join(f"{safe_name(what)}: {n:,} of {total:,} ({100 * n // max(total, 1)}%)…"
-                                          for what, n, total in self.running.values())
+                                          for what, n, total in self.running.values()) + (
+            " · ctrl+q stops it" if self.quitting else "")
 
     async def action_quit(self) -> None:
         """Quit; while a change runs, only once it has ended (or been stopped at a safe point):
