@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from textual import work
+from textual.actions import parse as parse_action
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message as TMessage
@@ -208,6 +209,11 @@ class QConsoleApp(App[None]):
             self.running.pop(key, None)
         else:
             self.running[key] = (label, n, total)
+        self._update_header()
+
+    def _update_header(self) -> None:
+        """The header: the changes under way and how far they are, or the roots; a quit that
+        waits for them closes the app once none is left."""
         if self.quitting and not self.changing:
             self.exit()  # the last change ended: the quit asked for
             return
@@ -239,7 +245,7 @@ class QConsoleApp(App[None]):
         def answered(yes: bool | None) -> None:
             if yes:
                 self.quitting = True
-                self._show_progress(0, "", None, None)  # the header says so (or quits now)
+                self._update_header()  # it says so (or quits now: the change ended meanwhile)
 
         self.push_screen(ConfirmScreen(
             f"Quit? {what} is still running",
@@ -333,8 +339,7 @@ class QConsoleApp(App[None]):
                 action = binding.action
                 if action == "noop":  # a key description only (shift+up/down marks a range)
                     continue
-                name, _, args = action.partition("(")
-                params = tuple(a.strip().strip("'\"") for a in args.rstrip(")").split(",") if a.strip())
+                _namespace, name, params = parse_action(action)
                 if screen.check_action(name, params) is False:  # what the screen refuses here
                     continue
                 yield SystemCommand(binding.description, f"key {binding.key}",

@@ -621,7 +621,8 @@ class QueueScreen(Screen[None]):
     def _unless_in_flight(self, msgs: list[Message], verb: str, done: str, go: Callable[[], None],
                           more: str = "") -> None:
         """``go()`` at once, or after a yes when some of ``msgs`` are still in flight."""
-        live = sum(shown_state(m, self.qapp.clock()) == INFLIGHT for m in msgs)
+        now = self.qapp.clock()
+        live = sum(shown_state(m, now) == INFLIGHT for m in msgs)
         if not live:
             go()
             return

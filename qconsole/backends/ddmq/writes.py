@@ -120,9 +120,9 @@ def requeued_body(body: dict[str, Any], queue: str, requeue_prio: int, relpath: 
 def _named_priority(relpath: str) -> int | None:
     """The priority the message's file name carries (what a consumer orders it by)."""
     name = relpath.rpartition("/")[2]
-    parsed = layout.parse_waiting(name)
-    text = parsed[0] if parsed else (layout.parse_work(name) or (None, None))[1]
-    prio = int(text) if text is not None else None
+    waiting, held = layout.parse_waiting(name), layout.parse_work(name)
+    text = waiting[0] if waiting else held[1] if held else None
+    prio = None if text is None else int(text)
     return prio if _valid_priority(prio) else None
 
 

@@ -113,10 +113,8 @@ def member(mid: str) -> bytes:
 
 def _bound(score: float) -> str:
     """A score as an inclusive Redis range bound (exact: repr round-trips a float)."""
-    if score == float("inf"):
-        return "+inf"
-    if score == float("-inf"):
-        return "-inf"
+    if score in (_INF, -_INF):
+        return "+inf" if score > 0 else "-inf"
     return repr(score)
 
 
