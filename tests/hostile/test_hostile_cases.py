@@ -128,6 +128,26 @@ journal_case("journal-dest-dot-qconsole", {"token": "a0b3c001", "src": "x", "des
                                            "commit_from": "audit.log", "final": "x"})
 
 
+# a journal of a dead process naming another queue's .new (a producer's half-written message)
+# or another, live qconsole's temp file as its copy: neither is the journal's own, neither goes
+PRODUCERS_NEW = f"other/{vsqs_id(777)}.new"
+LIVE_TMP = f"other/{QC}tmp-{HOST}-{os.getpid()}-0000abcd"
+
+
+def plant_foreign_copies(w: World) -> None:
+    w.write(PRODUCERS_NEW, "half-written-by-a-producer")
+    w.write(LIVE_TMP, "another-qconsoles-copy")
+    final = first_ready(w)
+    for tok, cf in (("a0b3c001", os.path.basename(PRODUCERS_NEW)), ("a0b3c002", os.path.basename(LIVE_TMP))):
+        w.write(f"jobs/{journal_name(tok)}", json.dumps({"token": tok, "src": "x", "dest": "other", "commit_from": cf,
+                                                        "final": final, "tmp": None}))
+
+
+for argv in (["recover"], ["recover", "--force"]):
+    case(f"journal-names-foreign-copies{'-force' if len(argv) > 1 else ''}", cls="state", plant=plant_foreign_copies,
+         argv=argv, codes=(0, 1), keep=(PRODUCERS_NEW,) + ((LIVE_TMP,) if len(argv) == 1 else ()))
+
+
 def plant_bad_claim(encoded: str | callable, where: str = "jobs"):
     def plant(w: World) -> None:
         e = encoded(w) if callable(encoded) else encoded

@@ -243,15 +243,24 @@ def _journal_problem(c: safety.Confined, root: str, doc: dict, owned: Owned, cla
             safety.check_name(tmp, "tmp")
     except QConsoleError as err:
         return str(err)
-    if not commit_from.startswith(QC_TEMP_PREFIX + TMP + "-") and not commit_from.endswith(".new"):
-        return f"commit_from {commit_from!r} is not a qconsole temp file"
-    if tmp is not None and not tmp.startswith(QC_TEMP_PREFIX + TMP + "-"):
-        return f"tmp {tmp!r} is not a qconsole temp file"
+    # the copy is this journal's own (its process's, its token's) temp file, or a ``.new``
+    # linked to it (checked before anything is removed): a planted journal naming another
+    # queue's ``.new`` or another qconsole's temp file must not get them removed
+    own = lambda name: _same_owner(parse_owned(name), owned)  # noqa: E731
+    if tmp is not None and not own(tmp):
+        return f"tmp {tmp!r} is not the journal's own qconsole temp file"
+    if not own(commit_from) and not (commit_from.endswith(".new") and tmp is not None):
+        return f"commit_from {commit_from!r} is neither the journal's own temp file nor a .new beside it"
     if not is_message(final):
         return f"final {final!r} is not a message name"
     if not c.is_dir(os.path.join(root, dest)):
         return f"dest {dest!r} is not a queue"
     return None
+
+
+def _same_owner(o: Owned | None, journal: Owned) -> bool:
+    """A temp file of the journal's own process and token."""
+    return o is not None and o.kind == TMP and (o.host, o.pid, o.token) == (journal.host, journal.pid, journal.token)
 
 
 def recover(root_path: str, queue_dirs: list[str], *, force: bool = False,
@@ -341,8 +350,15 @@ def _recover_token(c: safety.Confined, root_path: str, items: list[tuple[str, st
                 return
             committed = True
         elif _is_reg(c.lstat(os.path.join(dest_dir, doc["commit_from"]))):
-            # uncommitted: the prepared copy goes (a .new twin of a tmp included)
-            c.unlink(os.path.join(dest_dir, doc["commit_from"]))
+            # uncommitted: the prepared copy goes (a .new twin of the journal's tmp included,
+            # and only when it is one: a .new of the same name may be a producer's)
+            cf = os.path.join(dest_dir, doc["commit_from"])
+            if not _same_owner(parse_owned(doc["commit_from"]), journals[0][2]) \
+                    and not c.same_file(cf, os.path.join(dest_dir, doc["tmp"])):
+                report.problems.append(f"{rel(dest_dir, doc['commit_from'])}: not the journal's copy; left alone")
+                return
+            c.unlink(cf)
+            report.removed_temp.append(rel(dest_dir, doc["commit_from"]))
     for d, n, _o in tmps:
         p = os.path.join(d, n)
         if not committed:  # (also without a claim: an abort put the message back and died before this)
