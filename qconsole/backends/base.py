@@ -51,15 +51,17 @@ class Option:
     """One option a backend's operation takes (publish), declared so the CLI, the TUI form and
     the help are built from it. ``kind``: int, float, bool, choice, int_or_bool."""
 
-    __slots__ = ("name", "kind", "help", "choices", "minimum", "flag", "short")
+    __slots__ = ("name", "kind", "help", "choices", "minimum", "maximum", "flag", "short")
 
     def __init__(self, name: str, kind: str, help: str, *, choices: Sequence[str] = (),  # noqa: A002
-                 minimum: float | None = None, flag: str | None = None, short: str | None = None) -> None:
+                 minimum: float | None = None, maximum: float | None = None, flag: str | None = None,
+                 short: str | None = None) -> None:
         self.name = name
         self.kind = kind
         self.help = help
         self.choices = tuple(choices)
         self.minimum = minimum
+        self.maximum = maximum
         self.flag = flag or "--" + name.replace("_", "-")
         self.short = short
 
@@ -88,7 +90,14 @@ class Option:
             return f"{self.name} must not be negative (got {value})"
         if self.minimum is not None and value < self.minimum:
             return f"{self.name} must not be below {self.minimum:g} (got {value})"
+        if self.maximum is not None and value > self.maximum:
+            return f"{self.name} must be at most {self.maximum:,} (got {_shown(value)})"
         return None
+
+
+def _shown(value: float) -> str:
+    """A number for an error line: a huge integer by its digit count, not 40 digits of it."""
+    return f"{len(str(value))} digits" if isinstance(value, int) and abs(value) >= 10**15 else f"{value:,}"
 
 
 class SettingField:

@@ -8,6 +8,7 @@ from ...errors import OperationError
 from ..base import CREATE_QUEUE, PRIORITIES, REDELIVERY_COUNT, SETTINGS, WRITING, Option, SettingField
 from ..fs.root import FileBackend
 from . import layout
+from .layout import MAX_TIMEOUT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,12 +45,13 @@ class DdmqBackend(FileBackend):
     capabilities = FileBackend.capabilities | {SETTINGS, PRIORITIES, WRITING, CREATE_QUEUE, REDELIVERY_COUNT}
     publish_options = (
         Option("priority", "int", "Priority (lower first; default from settings).", minimum=0, short="-p"),
-        Option("timeout", "int", "Visibility timeout in seconds.", minimum=0),
+        Option("timeout", "int", "Visibility timeout in seconds.", minimum=0, maximum=MAX_TIMEOUT),
         Option("requeue", "int_or_bool", "Requeue when expired (default from settings).", minimum=0),
         Option("requeue_limit", "int", "At most N requeues.", minimum=0),
     )
     setting_fields = (
-        SettingField("message_timeout", "int", "seconds a consumed message stays hidden", minimum=0, default=600),
+        SettingField("message_timeout", "int", "seconds a consumed message stays hidden", minimum=0,
+                     maximum=MAX_TIMEOUT, default=600),
         SettingField("priority", "int", "default priority of new messages (lower first)", minimum=0, default=999),
         SettingField("requeue", "bool", "requeue expired messages", default=True),
         SettingField("requeue_prio", "int", "priority of requeued messages", minimum=0, default=0),

@@ -131,6 +131,9 @@ _N = "([0-9]{1,%d})" % MAX_DIGITS  # more digits than any clock or priority writ
 _U = "([A-Za-z0-9]{1,%d})" % MAX_UID
 #: a deadline is epoch seconds: 11 digits reach the year 5138 (more is nobody's clock)
 MAX_DEADLINE_DIGITS = 11
+#: the longest timeout qconsole sets (s, ~317 years): a consumer's deadline (now + timeout)
+#: then fits those 11 digits; longer, the message would read as foreign, not held
+MAX_TIMEOUT = 10**10 - 1
 _D = "([0-9]{1,%d})" % MAX_DEADLINE_DIGITS
 _PATTERN_NAMES = ("_WAITING_RE", "_WORK_RE", "_WAITING_LINES", "_WORK_LINES")
 _COMPILED: list[Any] = []

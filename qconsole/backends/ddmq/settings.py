@@ -13,6 +13,7 @@ from ...errors import SettingsError
 from ..base import Setting
 from ..fs.detect import DDMQ_CONFIG
 from ..fs.safety import MAX_PRIORITY
+from .layout import MAX_TIMEOUT
 
 CONFIG = DDMQ_CONFIG
 DEFAULTS: dict[str, Any] = {
@@ -34,6 +35,8 @@ DEFAULT, ROOT, QUEUE = "default", "root", "queue"
 #: the largest integer setting: a priority's bound (a message name holds it), which every
 #: sane timeout and timestamp is far below
 MAX_INT = MAX_PRIORITY
+#: tighter bounds than MAX_INT, per key
+KEY_MAX = {"message_timeout": MAX_TIMEOUT}
 
 
 
@@ -119,8 +122,8 @@ def validate(values: dict[str, Any]) -> list[str]:
             problems.append(f"{key}: expected true or false, got {v!r}")
         elif kind is int and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
             problems.append(f"{key}: expected a non-negative integer, got {v!r}")
-        elif kind is int and v > MAX_INT:
+        elif kind is int and v > KEY_MAX.get(key, MAX_INT):
             # saved, it would be refused on every read after (qconsole's loader, and a priority
             # that long makes file names the client cannot create)
-            problems.append(f"{key}: at most {MAX_INT}, got {len(str(v))} digits")
+            problems.append(f"{key}: at most {KEY_MAX.get(key, MAX_INT)}, got {len(str(v))} digits")
     return problems
