@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -12,6 +13,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "backends"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "tui"))  # the Pilot helpers other suites reuse
 
 from peers import ddmq_broker, vsqs_manager  # noqa: E402
+
+# A suite started in the background of a script (`bash .ci/run &`) inherits SIGINT ignored, and
+# so would every qconsole it starts: the ctrl+c tests would then wait on a process that rightly
+# ignores SIGINT. A handler here (not SIG_IGN) gives the children the default again at exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
