@@ -98,17 +98,36 @@ def peek_document(root: "Backend", msg: Message, payload: Payload) -> dict[str, 
     return doc
 
 
-def save_payload(backend: Backend, msg: Message, path: str) -> int:
-    """Write a message's whole payload (up to the parse limit) to a new file ``path``; its size.
+#: the most ``s`` saves: what ``qconsole peek --raw`` writes (its RAW_CAP; a test keeps them
+#: equal), read into memory whole first
+SAVE_CAP = 1 << 30
 
-    Never overwrites (O_EXCL) and never follows a link at ``path``; the file is private (0600):
-    payloads may hold what the queue's readers alone should see.
+
+def save_payload(backend: Backend, msg: Message, path: str) -> int:
+    """Write a message's whole payload (up to SAVE_CAP) to a new file ``path``; its size.
+
+    Refused (QConsoleError, no file made) when the payload is larger than SAVE_CAP or the store
+    could not read it whole (a ddmq file too large to parse): the first part saved under
+    "saved" read as the whole message. Never overwrites (O_EXCL) and never follows a link at
+    ``path``; the file is private (0600): payloads may hold what the queue's readers alone
+    should see.
     """
     import os
 
-    from ..payload import MAX_PARSE
+    from ..errors import QConsoleError
 
-    payload = backend.read_payload(msg, MAX_PARSE)
+    too_big = f"{msg.name}: {{}} ({{:,}} bytes); s saves at most {humanize.size(SAVE_CAP)}"
+    size = backend.message_sizes(msg.queue, [msg]).get(msg.relpath)
+    if size is not None and size > SAVE_CAP:  # never read a planted file of gigabytes into memory
+        raise QConsoleError(too_big.format(humanize.size(size), size))
+    payload = backend.read_payload(msg, SAVE_CAP)
+    if payload.truncated:
+        if payload.size > SAVE_CAP:
+            raise QConsoleError(too_big.format(humanize.size(payload.size), payload.size))
+        # smaller than the cap, yet cut: the store could read only part of it
+        raise QConsoleError(f"{msg.name}: {payload.error or 'not readable whole'} ({humanize.size(payload.file_size)}"
+                            f", {humanize.size(len(payload.body))} read): its payload cannot be saved whole"
+                            " (copy the file itself)")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags, 0o600)
     try:

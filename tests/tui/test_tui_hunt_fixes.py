@@ -1,0 +1,70 @@
+"""The tmux bug hunt's findings in the console: one Pilot test each, written to fail before its
+fix. Queues and messages are made by the real clients (vsqs 0.3, ddmq 0.9.14)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+pytest.importorskip("textual")
+
+from tui_helpers import make_app, open_queue, screen_text, settle  # noqa: E402
+
+MIB = 1 << 20
+
+
+def said(app: Any) -> str:
+    return "\n".join(e.text for e in app.log_entries)
+
+
+async def save_from_peek(pilot: Any, path: str) -> None:
+    """``s`` in peek, the file name typed over the default, enter; the save's worker awaited."""
+    from qconsole.screens.dialogs import AskTextScreen
+
+    await pilot.press("v")
+    await settle(pilot)
+    await pilot.press("s")
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, AskTextScreen)
+    pilot.app.screen.query_one("#ask").value = path
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+# -- 1. s in peek saves the whole payload, or nothing -------------------------------------------
+
+async def test_s_saves_the_whole_of_a_20_mib_payload(vsqs_root: tuple[str, Any], tmp_path: Any) -> None:
+    root, manager = vsqs_root
+    body = os.urandom(20 * MIB)
+    manager.get_queue("jobs").publish(body)
+    out = str(tmp_path / "saved.payload")
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_queue(pilot, "jobs")
+        await save_from_peek(pilot, out)
+        assert f"saved 20.0 MiB to {out}" in said(app), said(app)
+    with open(out, "rb") as fh:
+        assert fh.read() == body  # was its first 16 MiB, reported as saved
+
+
+async def test_s_refuses_a_ddmq_message_too_large_to_parse(ddmq_root: tuple[str, Any], tmp_path: Any) -> None:
+    root, broker = ddmq_root
+    broker.publish("jobs", "x" * (17 * MIB))
+    out = str(tmp_path / "saved.payload")
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_queue(pilot, "jobs")
+        await save_from_peek(pilot, out)
+        text = said(app)
+        assert "saved 16" not in text and "not saved:" in text, text
+        assert "too large to parse (17.0 MiB, 16.0 MiB read): its payload cannot be saved whole" in text, text
+    assert not os.path.exists(out)  # was the raw file's first 16 MiB, reported as the payload
+
+
+def test_s_saves_up_to_what_peek_raw_writes() -> None:
+    from qconsole.cli.monitor import RAW_CAP
+    from qconsole.output.peek_view import SAVE_CAP
+
+    assert SAVE_CAP == RAW_CAP
