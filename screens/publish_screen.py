@@ -47,7 +47,8 @@ def parse_option(opt: Option, raw: str) -> Any:
     if opt.kind == "choice":
         value: Any = text
     elif opt.kind in ("int", "int_or_bool"):
-        if not (text.lstrip("-").isascii() and text.lstrip("-").isdigit()) or len(text) > 30:
+        digits = text[1:] if text.startswith("-") else text  # one sign: "--5" is no integer
+        if not (digits.isascii() and digits.isdigit()) or len(text) > 30:
             raise FormError(f"{opt.name}: expected {'true, false or ' if opt.kind == 'int_or_bool' else ''}an integer")
         value = int(text)
     elif opt.kind == "float":
@@ -125,6 +126,9 @@ class PublishScreen(Screen[bool]):
             args = parse_form(self.qroot.publish_options, self.fields())
         except FormError as e:
             err.update(safe_text(str(e), style="red"))
+            return None
+        except Exception as e:  # noqa: BLE001 (a store's check at fault: said; typed text never ends the console)
+            err.update(safe_text(f"not understood: {type(e).__name__}: {e}", style="red", keep_newlines=False))
             return None
         if not self.publishing:  # (its "publishing…" line stays while it runs)
             err.update(Text("ctrl+s publishes, tab moves between fields, escape cancels", style="dim"))

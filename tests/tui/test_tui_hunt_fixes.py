@@ -68,3 +68,28 @@ def test_s_saves_up_to_what_peek_raw_writes() -> None:
     from qconsole.output.peek_view import SAVE_CAP
 
     assert SAVE_CAP == RAW_CAP
+
+
+# -- 2. typed input never ends the console ------------------------------------------------------
+
+async def test_a_doubled_minus_in_the_publish_priority_is_a_problem_shown(ddmq_root: tuple[str, Any]) -> None:
+    from qconsole.screens.publish_screen import PublishScreen
+
+    root, broker = ddmq_root
+    broker.publish("jobs", "hello")
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("p")
+        await settle(pilot)
+        form = app.screen
+        assert isinstance(form, PublishScreen)
+        form.query_one("#priority").focus()
+        await pilot.press(*"--5")  # int("--5") raised out of the form: the console died
+        await settle(pilot)
+        assert app.is_running and app.screen is form
+        assert "priority: expected an integer" in screen_text(app)
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert app.screen is form  # nothing published
+        assert sum(".ddmq" in n for n in os.listdir(os.path.join(root, "jobs"))) == 1
