@@ -93,3 +93,42 @@ async def test_a_doubled_minus_in_the_publish_priority_is_a_problem_shown(ddmq_r
         await settle(pilot)
         assert app.screen is form  # nothing published
         assert sum(".ddmq" in n for n in os.listdir(os.path.join(root, "jobs"))) == 1
+
+
+async def open_settings(pilot: Any, queue: str) -> Any:
+    from qconsole.screens.settings_screen import SettingsScreen
+
+    await open_queue(pilot, queue)
+    await pilot.press("s")
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, SettingsScreen)
+    return pilot.app.screen
+
+
+async def test_a_doubled_minus_in_an_rsmq_setting_is_a_problem_shown() -> None:
+    from redis_peer import shared_server
+
+    from tui_helpers import Clock
+
+    server = shared_server()
+    try:
+        from rsmq import RedisSMQ
+    except ImportError:
+        pytest.skip("PyRSMQ is not installed (the test extra pins PyRSMQ==0.6.1)")
+    ns = "hunt" + os.urandom(5).hex()
+    RedisSMQ(host="127.0.0.1", port=server.port, ns=ns).createQueue(qname="jobs", vt=8).execute()
+    app = make_app([server.url(ns)], clock=Clock())
+    async with app.run_test(size=(100, 30)) as pilot:
+        form = await open_settings(pilot, "jobs")
+        box = form.query_one("#queue--vt")
+        assert box.value == "8"
+        box.focus()
+        await pilot.press("ctrl+a", "ctrl+k", *"--5")  # the RSMQ parser's int() raised ValueError
+        await settle(pilot)
+        assert app.is_running and app.screen is form and box.has_class("invalid")
+        assert "vt" in str(form.query_one("#serror").content)
+    client = server.client()
+    try:
+        assert client.hget(f"{ns}:jobs:Q", "vt") == b"8"
+    finally:
+        client.close()
