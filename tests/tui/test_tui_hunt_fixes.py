@@ -105,6 +105,29 @@ async def open_settings(pilot: Any, queue: str) -> Any:
     return pilot.app.screen
 
 
+async def test_a_yaml_tag_typed_for_an_unknown_ddmq_key_is_a_problem_shown(ddmq_root: tuple[str, Any]) -> None:
+    root, _broker = ddmq_root
+    conf = os.path.join(root, "jobs", "ddmq.yaml")
+    with open(conf, "a") as fh:
+        fh.write("team: ops\n")  # a key of the operators' own, beside ddmq's
+    before = open(conf, "rb").read()
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        form = await open_settings(pilot, "jobs")
+        box = form.query_one("#queue--team")
+        assert box.value == "ops"
+        box.focus()
+        await pilot.press("ctrl+a", "ctrl+k", *"!!timestamp x")  # PyYAML raised AttributeError
+        await settle(pilot)
+        assert app.is_running and app.screen is form and box.has_class("invalid")
+        assert "team: YAML cannot build '!!timestamp x' (AttributeError); quote it" in str(
+            form.query_one("#serror").content)
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert "not saved" in said(app)
+    assert open(conf, "rb").read() == before
+
+
 async def test_a_doubled_minus_in_an_rsmq_setting_is_a_problem_shown() -> None:
     from redis_peer import shared_server
 

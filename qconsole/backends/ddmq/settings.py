@@ -109,6 +109,9 @@ def parse_value(key: str, text: str) -> Any:
         return safety.load_yaml(raw.encode("utf-8", "surrogateescape"), key) if raw else ""
     except SettingsError:
         return raw
+    except Exception as err:  # noqa: BLE001 (PyYAML's constructors raise others: "!!timestamp x")
+        raise SettingsError(f"{key}: YAML cannot build {raw!r} ({type(err).__name__}); "
+                            "quote it to keep it as text") from None
 
 
 def validate(values: dict[str, Any]) -> list[str]:
