@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from qconsole.safetext import safe_text
+from qconsole.safetext import escape_controls, safe_text
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -72,7 +72,8 @@ class TypedConfirmScreen(ModalScreen[bool]):
 
     @on(Input.Submitted, "#typed")
     def _submitted(self, event: Input.Submitted) -> None:
-        if event.value == self.expected:
+        # the name as shown (controls and invisible characters escaped: ``esc\e[31mred``) or as it is
+        if event.value in (self.expected, escape_controls(self.expected, keep_newlines=False)):
             self.dismiss(True)
             return
         self.query_one("#typed-error", Label).update(safe_text("that is not the queue's name: nothing done",

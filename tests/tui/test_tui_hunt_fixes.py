@@ -155,3 +155,27 @@ async def test_a_doubled_minus_in_an_rsmq_setting_is_a_problem_shown() -> None:
         assert client.hget(f"{ns}:jobs:Q", "vt") == b"8"
     finally:
         client.close()
+
+
+# -- 3. purge of a queue whose name has controls ------------------------------------------------
+
+@pytest.mark.parametrize("typed", ["esc\\e[31mred", "esc\x1b[31mred"])
+async def test_purge_is_confirmed_by_the_name_as_shown(vsqs_root: tuple[str, Any], typed: str) -> None:
+    from qconsole.screens.dialogs import TypedConfirmScreen
+
+    root, manager = vsqs_root
+    name = "esc\x1b[31mred"
+    manager.get_queue(name).publish(b"one")
+    manager.get_queue(name).publish(b"two")
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_queue(pilot, name)
+        await pilot.press("P")
+        await settle(pilot)
+        assert isinstance(app.screen, TypedConfirmScreen)
+        assert "Type esc\\e[31mred and press enter" in screen_text(app)
+        app.screen.query_one("#typed").value = typed
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, TypedConfirmScreen), screen_text(app)
+    assert [n for n in os.listdir(os.path.join(root, name)) if not n.startswith(".")] == []
