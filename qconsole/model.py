@@ -97,6 +97,10 @@ class ListingColumns(_Record):
         return len(self.id)
 
 
+#: how a scan's error line names a listing it could not read (:meth:`QueueScan.unread`)
+UNREADABLE = "cannot read "
+
+
 class QueueScan(_Record):
     """Counts by state for one queue, plus messages when asked for.
 
@@ -142,6 +146,21 @@ class QueueScan(_Record):
     @property
     def total(self) -> int:
         return sum(self.counts[s] for s in MESSAGE_STATES)
+
+    def unread(self) -> str | None:
+        """The error line of a listing this scan could not read, if any: its counts and
+        messages then miss whatever that listing holds (a change must not go by them)."""
+        return next((e for e in self.errors if e.startswith(UNREADABLE)), None)
+
+    def readable(self) -> QueueScan:
+        """This scan, or OperationError when a listing could not be read: a purge, requeue or
+        move by such a scan would miss those messages and report success."""
+        line = self.unread()
+        if line is not None:
+            from .errors import OperationError
+
+            raise OperationError(f"{line}; nothing changed")
+        return self
 
     def oldest_ready_age(self, now: float) -> float | None:
         if self.oldest_ready_created is None:

@@ -224,7 +224,7 @@ class Backend:
         """The queue's in-flight and expired messages, as a collected scan lists them (what a
         requeue by state picks from). A store that can list them without the ready ones
         (most of a queue) says so by overriding this."""
-        return self.scan_queue(name, collect=True).held_messages()
+        return self.scan_queue(name, collect=True).readable().held_messages()
 
     def requeue_held(self, queue: str, states: Collection[str]) -> list[tuple[str, str | None]]:
         """Every held message of ``queue`` whose state is one of ``states`` (in flight,

@@ -83,7 +83,7 @@ class Operations:
         return result
 
     def _scan(self, queue: str) -> QueueScan:
-        return self.root.scan_queue(queue, collect=True)
+        return self.root.scan_queue(queue, collect=True).readable()
 
     def _tallied(self, action: str, queue: str | None, outcomes: list[tuple[str, str | None]]) -> OpResult:
         if not any(map(is_not, map(itemgetter(1), outcomes), repeat(None))):  # all done: C passes

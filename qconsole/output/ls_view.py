@@ -63,6 +63,16 @@ def write_ls(root: str | None, layout: str, queue: str, *, state: str | None, li
     # filtered by its fields or shown (a million-message queue: a third of the memory)
     cols = handle.list_messages(queue)
     scan = cols.scan
+    _write_rows(handle, queue, cols, state=state, limit=limit, as_json=as_json, grep=grep, since=since,
+                older_than=older_than, ids_only=ids_only)
+    unread = scan.unread()  # what could be read is shown; a listing that could not be fails the call
+    if unread is not None:
+        raise QConsoleError(f"{unread}: the list above is incomplete")
+
+
+def _write_rows(handle: Any, queue: str, cols: Any, *, state: str | None, limit: int | None, as_json: bool,
+                grep: str | None, since: str | None, older_than: str | None, ids_only: bool) -> None:
+    scan = cols.scan
     rows: Any = range(len(cols))
     if state is not None:
         from itertools import compress

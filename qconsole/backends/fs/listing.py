@@ -6,6 +6,7 @@ import gc
 import os
 from itertools import filterfalse, islice
 from operator import attrgetter, methodcaller
+from ...model import UNREADABLE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -171,4 +172,4 @@ class ErrorList:
 
 def os_error_line(err: OSError, what: str) -> str:
     reason = err.strerror or err.__class__.__name__
-    return f"cannot read {what}: {reason}"
+    return f"{UNREADABLE}{what}: {reason}"

@@ -129,7 +129,7 @@ class FileBackend(Backend):
 
     def held_messages(self, name: str) -> list[Message]:
         # the layouts' collect="held": the ready names are not made into messages
-        return self.scan_queue(name, collect="held").held_messages()
+        return self.scan_queue(name, collect="held").readable().held_messages()
 
     def start_first_count(self, now: float | None = None) -> Any:
         from .first_count import FirstCount

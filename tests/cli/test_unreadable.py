@@ -1,0 +1,77 @@
+"""A queue directory qconsole cannot list (mode 000, another user's): every change refuses in
+one line and changes nothing, and ``ls`` fails after what it could show (review: purge said
+"1 done" and requeue/move "0 done", exit 0, with the in-flight messages untouched).
+
+Run as root, qconsole runs without the capabilities that let root ignore permission bits
+(``setpriv``), so the permission check is the kernel's, as for any operator.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from peers import ddmq_broker
+
+QCONSOLE = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "qconsole")
+
+NO_DAC = ["setpriv", "--inh-caps=-dac_override,-dac_read_search", "--bounding-set=-dac_override,-dac_read_search",
+          "--"] if os.geteuid() == 0 else []
+
+pytestmark = pytest.mark.skipif(bool(NO_DAC) and not shutil.which("setpriv"), reason="setpriv (util-linux) missing")
+
+
+def _ddmq(tmp_path) -> tuple[str, str]:
+    root = str(tmp_path / "d")
+    b = ddmq_broker(root, "jobs", "other")
+    for i in range(4):
+        b.publish("jobs", f"m-{i}", clean=False)
+    b.consume("jobs", n=2, clean=False)  # a real consumer holds two: in work/
+    return root, os.path.join(root, "jobs", "work")
+
+
+def _vsqs(tmp_path) -> tuple[str, str]:
+    root = str(tmp_path / "v")
+    for q in ("jobs", "other"):
+        os.makedirs(os.path.join(root, q))
+    qdir = os.path.join(root, "jobs")
+    for i in range(3):
+        with open(os.path.join(qdir, str(1_700_000_000_000_000 + i)), "w") as fh:
+            fh.write(f"m-{i}")
+    os.rename(os.path.join(qdir, "1700000000000000"), os.path.join(qdir, f"1700000000000000.{int(time.time()) - 5}"))
+    return root, qdir
+
+
+def _tree(root: str) -> dict[str, bytes]:
+    out = {}
+    for d, _dirs, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            out[os.path.relpath(p, root)] = open(p, "rb").read()
+    return out
+
+
+@pytest.mark.parametrize("layout", ["ddmq", "vsqs"])
+@pytest.mark.parametrize("argv", [["purge", "jobs", "--yes"], ["purge", "jobs", "--yes", "--no-trash"],
+                                  ["requeue", "jobs", "--all"], ["requeue", "jobs", "--expired"],
+                                  ["move", "jobs", "other", "--all"], ["ls", "jobs"], ["ls", "jobs", "--ids"],
+                                  ["ls", "jobs", "--json"]])
+def test_a_queue_that_cannot_be_listed_is_never_changed_by_what_could_be(tmp_path, layout, argv):
+    root, locked = (_ddmq if layout == "ddmq" else _vsqs)(tmp_path)
+    before = _tree(root)
+    os.chmod(locked, 0)
+    try:
+        res = subprocess.run([*NO_DAC, QCONSOLE, *argv, "-r", root, "--audit-log", str(tmp_path / "audit.log")],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        os.chmod(locked, 0o755)
+    lines = res.stderr.splitlines()
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    assert len(lines) == 1 and "jobs" in lines[0] and "permission denied" in lines[0].lower(), lines
+    assert "Traceback" not in res.stderr
+    assert _tree(root) == before  # nothing moved, requeued, trashed or left behind
