@@ -190,6 +190,10 @@ class MessageList(ScrollView, can_focus=True):
         #: the rows, as columns (a Message is made only for a row drawn or acted on)
         self.messages: MessageColumns = MessageColumns.empty("")
         self.marked: set[str] = set()
+        #: in a view (search, dead letters): marks of messages of the queue the view does not
+        #: show; they are marked again when the view closes (a search dropped every mark)
+        self.hidden_marks: set[str] = set()
+        self._hidden_checked: MessageColumns | None = None  # the listing they were checked against
         self.ready_count = 0
         self.priorities = priorities
         self.redeliveries = redeliveries
@@ -241,8 +245,15 @@ class MessageList(ScrollView, can_focus=True):
         position = self.cursor
         self.messages = messages
         self.ready_count = messages.ready_n
-        if self.marked:
-            self.marked = messages.present(self.marked)
+        kept = self.marked | self.hidden_marks
+        if kept:
+            self.marked = messages.present(kept)
+            whole = self.numbered_by  # a view's whole listing: the marks it hides are kept
+            hidden = kept - self.marked if whole is not None else set()
+            if hidden and whole is not self._hidden_checked:
+                hidden = whole.present(hidden)  # (those of messages gone go; once per listing)
+                self._hidden_checked = whole
+            self.hidden_marks = hidden
         ids = messages.ids
         sample = ids[:2000] + ids[-2000:]
         self._id_w = max(map(len, sample), default=16)

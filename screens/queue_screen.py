@@ -364,9 +364,11 @@ class QueueScreen(Screen[None]):
             if self.listing is None:
                 t.append("listing… ", "dim")
             t.append(f"{lst.cursor + 1 if total else 0}/{total}", "bold")
-            if lst.marked:
+            if lst.marked or lst.hidden_marks:
                 t.append(SEP)
                 t.append(f"{len(lst.marked)} marked", "yellow")
+                if lst.hidden_marks:  # kept for when the view closes; actions take the shown ones
+                    t.append(f", {len(lst.hidden_marks)} outside the view", "yellow")
             if self.view is not None:
                 kind, what = self.view
                 read, of, done = self.view_progress

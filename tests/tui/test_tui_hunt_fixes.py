@@ -179,3 +179,38 @@ async def test_purge_is_confirmed_by_the_name_as_shown(vsqs_root: tuple[str, Any
         await settle(pilot)
         assert not isinstance(app.screen, TypedConfirmScreen), screen_text(app)
     assert [n for n in os.listdir(os.path.join(root, name)) if not n.startswith(".")] == []
+
+
+# -- 4. marks survive a search ------------------------------------------------------------------
+
+async def test_marks_survive_a_search_and_those_of_consumed_messages_go(vsqs_root: tuple[str, Any]) -> None:
+    from qconsole.screens.message_list import MessageList
+
+    root, manager = vsqs_root
+    queue = manager.get_queue("jobs")
+    ids = [queue.publish(f"job {i}".encode()) for i in range(1, 13)]
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_queue(pilot, "jobs")
+        lst = screen.query_one(MessageList)
+        await pilot.press("space", "space")  # job 1, job 2
+        assert lst.marked == {ids[0], ids[1]}
+        await pilot.press("slash", *"job", "space", "9", "enter")
+        await settle(pilot)
+        assert [m.id for m in lst.messages] == [ids[8]]
+        assert "0 marked, 2 outside the view" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert lst.marked == {ids[0], ids[1]}  # were gone: the search had dropped them
+        await pilot.press("slash", *"job", "space", "1", "enter")  # job 1, 10, 11, 12
+        await settle(pilot)
+        assert lst.marked == {ids[0]} and lst.hidden_marks == {ids[1]}
+        msg = queue.receive(visibility_timeout=60)  # a consumer takes and finishes job 1 and job 2
+        queue.delete(msg[0])
+        msg = queue.receive(visibility_timeout=60)
+        queue.delete(msg[0])
+        await pilot.press("g")
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert lst.marked == set()
