@@ -278,6 +278,31 @@ def test_create_with_explicit_layout_makes_a_new_root_the_real_client_reads(tmp_
         assert body == b"hi"
 
 
+@pytest.mark.parametrize("layout", ["ddmq", "vsqs"])
+def test_create_never_turns_a_root_of_the_other_layout(tmp_path, layout):
+    """`create newq --layout ddmq` in a VSQS root wrote a root ddmq.yaml: the root then read as
+    ddmq, its VSQS queues vanished from stats and check, and changes to them failed."""
+    from peers import ddmq_broker, vsqs_manager
+
+    root = str(tmp_path / "r")
+    other = "vsqs" if layout == "ddmq" else "ddmq"
+    if other == "ddmq":
+        ddmq_broker(root, "jobs").publish("jobs", "kept", clean=False)
+    else:
+        manager = vsqs_manager(root)
+        try:
+            manager.get_queue("jobs").publish(b"kept")
+        finally:
+            manager.close()
+    before = tree(root)
+    res = run("create", "newq", "--layout", layout, "-r", root)
+    assert res.exit_code == 2 and f"is a {other} root" in res.output, res.output
+    assert tree(root) == before
+    stats = json.loads(run("stats", root, "--json").output)
+    assert stats["layout"] == other and [q["name"] for q in stats["queues"]] == ["jobs"]
+    assert run("create", "newq", "-r", root).exit_code == 0  # in the root's own layout
+
+
 def test_create_refuses_to_make_a_root_in_read_only_mode(tmp_path):
     root = str(tmp_path / "fresh")
     res = run("create", "jobs", "--layout", "ddmq", "-r", root, "--read-only")
