@@ -54,7 +54,7 @@ def stats(
     json_: Annotated[bool, typer.Option("--json", help="Shorthand for --format json.")] = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
     queue: Annotated[Optional[list[str]], typer.Option("--queue", "-q", help="Only this queue (repeatable).")] = None,
-    watch: Annotated[Optional[float], typer.Option("--watch", "-w", min=0.1, help="Rescan every N seconds; with JSON one document per line.")] = None,
+    watch: Annotated[Optional[float], typer.Option("--watch", "-w", min=0.1, max=86_400, help="Rescan every N seconds (at most a day); with JSON one document per line.")] = None,
     schema: Annotated[int, typer.Option("--schema", min=1, max=2, help="JSON document version: 2 (with `delayed` and the RSMQ figures) or 1 (as before, for existing scripts).")] = 2,
     check_types: CheckTypesOpt = False,
     jobs: JobsOpt = None,

@@ -386,3 +386,12 @@ def test_json_output_is_stable_under_time(ddmq_busy):
     t0 = time.time()
     doc = json.loads(run("stats", root, "--json").stdout)
     assert doc["scan_duration_s"] < 5 and time.time() - t0 < 10
+
+
+@pytest.mark.parametrize("every", ["1e10", "1e308"])
+def test_watch_beyond_a_day_is_one_line_not_an_overflow(tmp_path, every):
+    """`stats --watch 1e10` slept past the platform's time_t: internal OverflowError, exit 70."""
+    (tmp_path / "jobs").mkdir()
+    res = run("stats", str(tmp_path), "--watch", every)
+    assert res.exit_code == 2 and "--watch" in res.output and "86400" in res.output, res.output
+    assert "internal error" not in res.output and len(res.output.strip().splitlines()) == 1
