@@ -76,8 +76,11 @@ class SettingsScreen(Screen[None]):
         self.queue = queue
         self.files: dict[str, dict[str, Any]] = {}
         self.keys: list[str] = []
-        #: each field's text as loaded from its file: what the operator changed is measured against it
+        #: each field's text as loaded from its file, or as last saved: what the operator changed
+        #: is measured against it
         self.initial: dict[tuple[str, str], str] = {}
+        #: each field's text at the last ctrl+s: the read-back replaces only fields still showing it
+        self.saved: dict[tuple[str, str], str] = {}
         self.defaults: dict[str, Any] = {}
         #: False when the store has no root-wide settings (its root column stays disabled)
         self.root_level = True
@@ -256,23 +259,37 @@ class SettingsScreen(Screen[None]):
         def save(ops: Any) -> Any:
             return Saved([ops.save_settings(queue, to_set, unset=to_unset) for queue, to_set, to_unset in changes])
 
-        services(self).run_operation(self.qroot, "save settings", save, lambda _r: self._load_again())
+        # what is being saved is the baseline at once: escape right after ctrl+s asked to drop
+        # "1 field(s) changed" until the read-back landed
+        self.saved = {inp.setting: inp.value for inp in self.query(Input).filter(".setting")}  # type: ignore[attr-defined]
+        self.initial.update(self.saved)
+        for level, (to_set, to_unset) in pending.items():
+            file = self.files.setdefault(level, {})
+            file.update(to_set)
+            for key in to_unset:
+                file.pop(key, None)
+        self.recompute()
+        services(self).run_operation(self.qroot, "save settings", save,
+                                     lambda result: self._load_again(result is not None))
 
-    def _load_again(self) -> None:
-        self._reload_worker()
+    def _load_again(self, saved: bool) -> None:
+        # the app taken here, on the event loop: a thread finds it through the screen's parents,
+        # and a screen left meanwhile has none (NoActiveAppError)
+        self._reload_worker(saved, services(self))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="settings")
-    def _reload_worker(self) -> None:
+    def _reload_worker(self, saved: bool, app: Any) -> None:
         try:
             files, _eff, _defaults = self._read()
         except (QConsoleError, OSError) as err:
-            app = services(self)
             app.call_from_thread(app.say, str(err), "error")
             return
-        self.app.call_from_thread(self._show_files, files)
+        app.call_from_thread(self._show_files, files, saved)
 
-    def _show_files(self, files: dict[str, dict[str, Any]]) -> None:
-        """After a save: the fields show what the files now say (ddmq may have changed them too)."""
+    def _show_files(self, files: dict[str, dict[str, Any]], saved: bool = True) -> None:
+        """After a save: the fields show what the files now say (ddmq may have changed them too),
+        except those edited since ctrl+s (the read-back overwrote what was typed meanwhile).
+        After a failed save every field keeps its text: the edits are pending again."""
         self.files = files
         if not self.is_attached:  # the operator left the screen meanwhile
             return
@@ -280,17 +297,21 @@ class SettingsScreen(Screen[None]):
             level, key = inp.setting  # type: ignore[attr-defined]
             text = self._file_text(level, key)
             self.initial[(level, key)] = text
-            inp.value = text
+            if saved and inp.value == self.saved.get((level, key)):
+                inp.value = text
         self.recompute()
+
+    def unsaved(self) -> int:
+        """How many fields differ from what their file says (or from what was last saved)."""
+        return sum(inp.value != self.initial.get(inp.setting)  # type: ignore[attr-defined]
+                   for inp in self.query(Input).filter(".setting"))
 
     def action_back(self) -> None:
         """Back; with unsaved edits, only after a yes (escape dropped them silently)."""
-        edited = [inp for inp in self.query(Input).filter(".setting")
-                  if inp.value != self.initial.get(inp.setting)]  # type: ignore[attr-defined]
-        if not edited:
+        n = self.unsaved()
+        if not n:
             self.app.pop_screen()
             return
-        n = len(edited)
 
         def answered(yes: bool | None) -> None:
             if yes and self.is_current:

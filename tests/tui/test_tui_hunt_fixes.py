@@ -214,3 +214,77 @@ async def test_marks_survive_a_search_and_those_of_consumed_messages_go(vsqs_roo
         await pilot.press("escape")
         await settle(pilot)
         assert lst.marked == set()
+
+
+# -- 5. settings: what ctrl+s saved is the baseline at once ----------------------------------------
+
+def hold_read_back(form: Any) -> Any:
+    """The settings form's read-back after a save waits for the returned event (set it to let
+    it land): what happens between ctrl+s and the read-back, made certain."""
+    import threading
+
+    gate = threading.Event()
+    read = form._read
+
+    def held() -> Any:
+        assert gate.wait(30)
+        return read()
+
+    form._read = held
+    return gate
+
+
+async def saved_to_disk(pilot: Any, path: str, text: str) -> None:
+    for _ in range(500):
+        if os.path.exists(path) and text in open(path).read():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError(f"{text!r} never reached {path}")
+
+
+async def test_escape_right_after_ctrl_s_leaves_without_asking(ddmq_root: tuple[str, Any]) -> None:
+    from qconsole.screens.queue_screen import QueueScreen
+
+    root, _broker = ddmq_root
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        form = await open_settings(pilot, "jobs")
+        gate = hold_read_back(form)
+        form.query_one("#queue--message_timeout").value = "45"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await saved_to_disk(pilot, os.path.join(root, "jobs", "ddmq.yaml"), "message_timeout: 45")
+        await pilot.press("escape")  # the read-back has not landed yet
+        await pilot.pause()
+        assert "Leave without saving" not in screen_text(app)
+        assert isinstance(app.screen, QueueScreen)
+        gate.set()
+        await settle(pilot)
+
+
+async def test_an_edit_typed_during_a_save_survives_the_read_back(ddmq_root: tuple[str, Any]) -> None:
+    root, _broker = ddmq_root
+    conf = os.path.join(root, "jobs", "ddmq.yaml")
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        form = await open_settings(pilot, "jobs")
+        gate = hold_read_back(form)
+        timeout, priority = form.query_one("#queue--message_timeout"), form.query_one("#queue--priority")
+        timeout.value = "45"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await saved_to_disk(pilot, conf, "message_timeout: 45")
+        priority.focus()
+        await pilot.press("ctrl+a", "ctrl+k", "7")  # typed while the save is under way
+        await pilot.pause()
+        gate.set()
+        await settle(pilot)
+        assert priority.value == "7" and timeout.value == "45"  # the 7 was overwritten by the file's value
+        assert "ctrl+s saves: 1 to set" in str(form.query_one("#serror").content)
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+    import yaml
+
+    with open(conf) as fh:
+        doc = yaml.safe_load(fh)
+    assert doc["message_timeout"] == 45 and doc["priority"] == 7
