@@ -97,6 +97,8 @@ class ListingColumns(_Record):
         return len(self.id)
 
 
+#: the directory in a file root where qconsole keeps its own files (trash, audit log)
+STATE_DIR = ".qconsole"
 #: how a scan's error line names a listing it could not read (:meth:`QueueScan.unread`)
 UNREADABLE = "cannot read "
 

@@ -11,8 +11,7 @@ from collections import deque
 from typing import Any
 
 from ..errors import QConsoleError
-
-STATE_DIR = ".qconsole"
+from ..model import STATE_DIR
 LOG_NAME = "audit.log"
 
 
@@ -72,6 +71,8 @@ def append(path: str, doc: dict[str, Any], root: str | None = None) -> None:
 
 #: bytes of the log read at most (its end): tens of thousands of entries
 READ_WINDOW = 64 << 20
+#: the longest line parsed: an entry lists at most 1,000 ids and 1,000 skips (~0.2 MB)
+MAX_LINE = 1 << 20
 
 
 def read(path: str, tail: int | None = None, root: str | None = None) -> list[dict[str, Any]]:
@@ -98,6 +99,9 @@ def read(path: str, tail: int | None = None, root: str | None = None) -> list[di
     if tail:
         lines = list(deque(lines, maxlen=tail))
     for raw in lines:
+        if len(raw) > MAX_LINE:  # not one qconsole writes: parsed, a planted one takes GBs
+            out.append({"raw": f"(a line of {len(raw):,} bytes, longer than any entry qconsole writes: not read)"})
+            continue
         try:
             doc = json.loads(raw)
             out.append(doc if isinstance(doc, dict) else {"raw": raw.decode("utf-8", "replace").rstrip()})

@@ -7,6 +7,7 @@ even when stopped halfway."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import random
 import shutil
@@ -158,7 +159,8 @@ def test_a_purge_stopped_halfway_keeps_every_moved_message_restorable(tmp_path):
     assert 0 < len(left) < n
     with safety.Confined(root) as c:
         (batch,) = trash.batch_names(c)
-        doc = trash.read_manifest(c, batch)
+    with open(os.path.join(trash.batch_dir(root, batch), trash.MANIFEST)) as fh:
+        doc = json.load(fh)  # the whole record (readers take the head only)
     assert {item["id"] for item in doc["items"]} == {str(BASE + i) for i in range(n)} - left
     ops = Operations(open_target(root), audit_log=str(tmp_path / "audit"))
     ops.trash_restore()

@@ -28,6 +28,7 @@ import stat
 import sys
 
 from ...errors import QConsoleError, QueueNameError, SettingsError
+from ...model import STATE_DIR
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -49,9 +50,8 @@ MAX_YAML_DEPTH = 32
 MAX_YAML_INT_DIGITS = 64
 #: nodes of the document with every alias expanded (what printing it would produce)
 MAX_YAML_NODES = 10_000
-#: qconsole's own JSON state (journals, manifests): bounded so a planted file cannot stall us
+#: qconsole's own JSON state (journals): bounded so a planted file cannot stall us
 MAX_JOURNAL_BYTES = 64 << 10
-MAX_MANIFEST_BYTES = 64 << 20
 #: digits of a VSQS id/deadline or a ddmq number beyond which a name is absurd (foreign):
 #: 19 digits of nanoseconds reach the year 2286
 MAX_NUMBER_DIGITS = 20
@@ -841,7 +841,12 @@ def append_line(path: str, line: bytes, *, follow: bool = False, make_dirs: bool
 
 
 def append_line_confined(root: str, path: str, line: bytes) -> None:
-    """:func:`append_line` for a log inside the root: no directory on the way may be a link."""
+    """:func:`append_line` for a log inside the root: no directory on the way may be a link,
+    the log is under the root's ``.qconsole/`` (a path in a queue names a message or a
+    client's file), and it has no other hard link (one planted to a file outside the root)."""
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    if rel.split(os.sep)[0] != STATE_DIR or rel == STATE_DIR:
+        raise QConsoleError(f"{path} is inside the root but not under its {STATE_DIR}/; not written")
     with Confined(root) as c:
         directory = os.path.dirname(path)
         c.makedirs(directory)
@@ -856,8 +861,11 @@ def append_line_confined(root: str, path: str, line: bytes) -> None:
                 raise OSError(errno.ENXIO, "a FIFO with no reader; not a log file", path) from None
             raise
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
                 raise OSError(errno.EINVAL, "not a regular file", path)
+            if st.st_nlink != 1:
+                raise OSError(errno.EMLINK, "has other hard links (maybe outside the root); not written", path)
             write_all(fd, line)
         finally:
             os.close(fd)

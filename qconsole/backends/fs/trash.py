@@ -33,6 +33,7 @@ from time import strptime as _strptime
 from typing import Any
 
 from ...errors import OperationError, QConsoleError
+from ...model import STATE_DIR
 from ..results import TrashBatch
 from . import safety
 from .claims import CFG, HOST, FOREIGN_HOST_GRACE, new_token, owned_name, pid_alive
@@ -46,7 +47,7 @@ _FILL_RE = re.compile(r"\.fill-([0-9a-f]{6})-([0-9]{1,10})-([0-9]{8}T[0-9]{6}-[0
 
 
 def trash_dir(root: str) -> str:
-    return os.path.join(root, ".qconsole", "trash")
+    return os.path.join(root, STATE_DIR, "trash")
 
 
 def batch_dir(root: str, batch: str) -> str:
@@ -114,13 +115,30 @@ class Filling:
         return self.batch
 
 
+#: what a reader takes of a manifest: its head. Every reader wants the fields before
+#: ``items`` (written first); the items (one per message: 100 MB for a purge of 1M) are
+#: the record for a person, and a planted 64 MB list of ``{}`` took 1.7 GB to parse.
+MANIFEST_HEAD = 64 << 10
+_ITEMS_AT = re.compile(rb',\s*"items"\s*:')
+
+
 def read_manifest(c: safety.Confined, batch: str) -> dict[str, Any]:
-    """The manifest as a dict; {} when missing, not a regular file, too big or not JSON."""
+    """The manifest's fields but its items, as a dict; {} when missing, not a regular file or
+    not JSON (a head that does not parse as the start of one)."""
     try:
-        doc = json.loads(c.read(os.path.join(batch_dir(c.root, batch), MANIFEST), max_size=safety.MAX_MANIFEST_BYTES))
+        head = c.read(os.path.join(batch_dir(c.root, batch), MANIFEST), MANIFEST_HEAD + 1)
+        if len(head) > MANIFEST_HEAD:
+            at = _ITEMS_AT.search(head)
+            if at is None:
+                return {}
+            head = head[:at.start()] + b"}"
+        doc = json.loads(head)
     except (OSError, ValueError, QConsoleError, RecursionError):
         return {}
-    return doc if isinstance(doc, dict) else {}
+    if isinstance(doc, dict):
+        doc.pop("items", None)
+        return doc
+    return {}
 
 
 def _named_time(batch: str) -> float:
