@@ -91,3 +91,71 @@ def test_an_audit_log_hard_linked_outside_or_named_in_a_queue_is_not_written(tmp
     res = _run("publish", "jobs", "y", "-r", root, "--audit-log", message)
     assert res.returncode == 0 and "not under its .qconsole/" in res.stderr, res.stderr
     assert open(message).read() == "m-1"
+
+
+def _vsqs_trash(tmp_path, n: int = 3) -> tuple[str, str]:
+    """A VSQS root whose queue ``jobs`` was purged into the trash: (root, the batch)."""
+    root = _vsqs_root(tmp_path, n)
+    assert _run("purge", "jobs", "--yes", "-r", root).returncode == 0
+    return root, os.listdir(os.path.join(root, ".qconsole", "trash"))[0]
+
+
+def test_a_planted_batch_nested_3000_deep_is_refused_not_a_recursion_error(tmp_path):
+    root, real = _vsqs_trash(tmp_path)
+    deep = os.path.join(root, ".qconsole", "trash", "20200101T000000-aaaaaa", "files", "jobs")
+    os.makedirs(deep)
+    fd = os.open(deep, os.O_RDONLY)
+    try:  # 3,000 levels, made relative to a descriptor (a path that long is past PATH_MAX)
+        for _ in range(3000):
+            os.mkdir("d", dir_fd=fd)
+            nfd = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+    finally:
+        os.close(fd)
+    res = _run("trash", "empty", "--yes", "-r", root)
+    assert res.returncode != 0 and "nested deeper" in res.stderr and "internal error" not in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert os.path.isdir(deep)  # refused before anything of it went
+
+
+def test_a_lock_planted_with_a_time_far_ahead_expires_like_any_other_hosts(tmp_path, monkeypatch):
+    """A lock naming another host, touched to 2099, held its batch for good (its mtime was
+    always "fresh"); its ctime, which no one sets, now ages it out like any other."""
+    import time
+
+    from qconsole.backends import open_target
+    from qconsole.backends.fs import claims, trash
+    from qconsole.ops import Operations
+
+    root, batch = _vsqs_trash(tmp_path)
+    lock = os.path.join(root, ".qconsole", "trash", batch, trash.LOCK)
+    with open(lock, "w") as fh:
+        fh.write("ffffff 1 0 restore\n")
+    far = 4_070_908_800  # 2099-01-01
+    os.utime(lock, (far, far))
+    monkeypatch.setattr(trash, "FOREIGN_HOST_GRACE", 1.0)
+    monkeypatch.setattr(claims, "FOREIGN_HOST_GRACE", 1.0)
+    ops = Operations(open_target(root), audit_log=str(tmp_path / "audit.log"))
+    time.sleep(1.2)
+    res = ops.trash_restore(batch)
+    assert len(res.done) == 3 and len(os.listdir(os.path.join(root, "jobs"))) == 3
+
+
+def test_another_hosts_purge_is_alive_while_messages_move_into_its_batch(tmp_path, monkeypatch):
+    """recover published another host's batch while its purge ran past the grace: the batch's
+    top directory keeps its creation ctime; its queue directories change with every message."""
+    import time
+
+    from qconsole.backends.fs import trash
+
+    root = _vsqs_root(tmp_path)
+    fill = os.path.join(root, ".qconsole", "trash", ".fill-ffffff-1-20261126T000000-abcdef")
+    qdir = os.path.join(fill, trash.FILES, "jobs")
+    os.makedirs(os.path.join(qdir, "work"))
+    monkeypatch.setattr(trash, "FOREIGN_HOST_GRACE", 1.0)
+    time.sleep(1.2)
+    os.rename(os.path.join(root, "jobs", "1700000000000000"), os.path.join(qdir, "1700000000000000"))  # just now
+    assert trash.orphaned_fills(root) == []
+    time.sleep(1.2)  # then nothing for longer than the grace: the purge is taken for dead
+    assert trash.orphaned_fills(root) == [(os.path.basename(fill), "20261126T000000-abcdef")]

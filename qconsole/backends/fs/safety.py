@@ -503,18 +503,31 @@ class Confined:
             self.unlink(tmp)
             raise
 
-    def rmtree(self, path: str, removed: Callable[[], None] | None = None) -> None:
+    def rmtree(self, path: str, removed: Callable[[], None] | None = None, *, max_depth: int = 8) -> None:
         """Remove a directory tree below the root; links inside are removed, never followed.
-        ``removed()`` is called after each file (a progress line)."""
-        for name, kind in self.entries(path):
-            child = os.path.join(path, name)
-            if kind == "dir":
-                self.rmtree(child, removed)
-            else:
-                self.unlink(child)
+        ``removed()`` is called after each file (a progress line). A tree nested deeper than
+        ``max_depth`` is refused before anything goes (a planted one of 3,000 levels was a
+        RecursionError); qconsole's own trees are 3 deep."""
+        order: list[tuple[str, list[str]]] = []  # (directory, its other entries), parents first
+        todo = [(path, 0)]
+        while todo:
+            d, depth = todo.pop()
+            others = []
+            for name, kind in self.entries(d):
+                if kind != "dir":
+                    others.append(name)
+                elif depth + 1 > max_depth:
+                    raise QConsoleError(f"{_rel(self.root, path)}: nested deeper than {max_depth} directories; "
+                                        "not removed")
+                else:
+                    todo.append((os.path.join(d, name), depth + 1))
+            order.append((d, others))
+        for d, others in reversed(order):  # children before their parents
+            for name in others:
+                self.unlink(os.path.join(d, name))
                 if removed is not None:
                     removed()
-        self.rmdir(path)
+            self.rmdir(d)
 
 
 class DirPair:
