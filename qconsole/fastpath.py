@@ -250,7 +250,11 @@ def fast_check(argv: list[str]) -> int | None:
         return None
     from .backends import pick_root
 
-    code, line = check_line(pick_root(opts["root"], opts["root_opt"]), opts["layout"], opts["queues"],
+    try:
+        root = pick_root(opts["root"], opts["root_opt"])
+    except QConsoleError as err:
+        return _fail(*error_line(err))  # type: ignore[misc]
+    code, line = check_line(root, opts["layout"], opts["queues"],
                             {k: opts[k] for k in THRESHOLDS}, check_types=opts["check_types"], jobs=opts["jobs"])
     try:
         sys.stdout.write(line + "\n")

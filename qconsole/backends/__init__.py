@@ -22,11 +22,17 @@ LAYOUT_CHOICES = ("auto", *KINDS)
 
 
 def pick_root(positional: str | None, option: str | None) -> str | None:
-    """The target the operator chose: a positional ROOT wins over --root, which falls back to
-    $QCONSOLE_ROOT (the same rule for the typer CLI and the typer-free fast path)."""
+    """The target the operator chose: a positional ROOT or --root (both given, they must name
+    the same: `stats v -r d` ran on v and ignored d), else $QCONSOLE_ROOT (the same rule for
+    the typer CLI and the typer-free fast path)."""
     import os
 
-    return positional or option or os.environ.get("QCONSOLE_ROOT") or None
+    env = os.environ.get("QCONSOLE_ROOT")
+    if positional and option and positional != option and option != env:  # (typer fills --root from the variable)
+        from ..errors import QConsoleError
+
+        raise QConsoleError(f"two roots given: {positional!r} and --root {option!r}; give one")
+    return positional or option or env or None
 
 
 def backend_class(kind: str) -> type[Backend]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -109,6 +110,7 @@ def _watch_table(handle: Backend, queue: list[str] | None, every: float, *, chec
 
 
 @app.command()
+@guarded
 def check(
     root: RootArg = None,
     root_opt: RootOpt = None,
@@ -130,6 +132,9 @@ def check(
 
     thresholds = {"warn_ready": warn_ready, "crit_ready": crit_ready, "warn_age": warn_age, "crit_age": crit_age,
                   "warn_expired": warn_expired, "crit_expired": crit_expired}
+    for name, value in (("--warn-age", warn_age), ("--crit-age", crit_age)):
+        if value is not None and not math.isfinite(value):  # inf passes typer's min=0, and went into the perfdata
+            raise typer.BadParameter(f"must be a finite number of seconds, got {value}", param_hint=f"'{name}'")
     code, line = check_line(pick_root(root, root_opt), layout, queue, thresholds, check_types=check_types, jobs=jobs)
     sys.stdout.write(line + "\n")
     raise typer.Exit(code)

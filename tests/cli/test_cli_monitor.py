@@ -395,3 +395,27 @@ def test_watch_beyond_a_day_is_one_line_not_an_overflow(tmp_path, every):
     res = run("stats", str(tmp_path), "--watch", every)
     assert res.exit_code == 2 and "--watch" in res.output and "86400" in res.output, res.output
     assert "internal error" not in res.output and len(res.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv", [["check", "--warn-age", "inf"], ["check", "--crit-age", "1e999"],
+                                  ["stats", "-r", "OTHER"], ["check", "-r", "OTHER"], ["stats", "--json", "--root=OTHER"]])
+def test_an_infinite_age_threshold_or_two_roots_is_one_line(tmp_path, argv):
+    """`check --warn-age inf` wrote `inf` into the perfdata; `stats v -r d` ran on v and
+    silently ignored d."""
+    (tmp_path / "jobs").mkdir()
+    other = tmp_path / "other"
+    other.mkdir()
+    argv = [a.replace("OTHER", str(other)) for a in argv]
+    for how in ("typer", "console script"):
+        if how == "typer":
+            res = run(argv[0], str(tmp_path), *argv[1:])
+            code, out = res.exit_code, res.output
+        else:
+            import subprocess
+            import sys
+
+            done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "qconsole"), argv[0], str(tmp_path),
+                                   *argv[1:]], capture_output=True, text=True, timeout=60)
+            code, out = done.returncode, done.stdout + done.stderr
+        assert code == 2 and len(out.strip().splitlines()) == 1, (how, out)
+        assert ("finite" in out) if "age" in argv[1] else ("two roots" in out), (how, out)
