@@ -289,7 +289,7 @@ class QConsoleApp(App[None]):
             return
         entry = self.undo_stack[-1]
         root, batch, queue, what = entry
-        where = f" (root {root.target})" if len(self.roots) > 1 else ""
+        where = self.where(root)
 
         def answered(yes: bool | None) -> None:
             # the stack may have changed while the question was open: undo the entry asked about
@@ -301,6 +301,25 @@ class QConsoleApp(App[None]):
         # u may be pressed on another queue than the change's: say which change goes back
         self.push_screen(ConfirmScreen(f"Undo: restore the last change of {safe_name(queue or '?')}{where}?",
                                        what), answered)
+
+    def where(self, root: Backend) -> str:
+        """`` (root TARGET)`` when several roots are open: a queue's name (``jobs`` in two of
+        them) does not say which one a title or a question is about; "" with one root."""
+        return f" (root {root.target})" if len(self.roots) > 1 else ""
+
+    def root_label(self, root: Backend) -> str:
+        """How a one-row title names ``root`` among several open ones: the fewest last parts of
+        its target that no other open root's target ends with (``ddmq``, ``b/queues``, the
+        header shows them whole); "" with one root."""
+        if len(self.roots) < 2:
+            return ""
+        parts = root.target.rstrip("/").split("/")
+        others = [r.target.rstrip("/") for r in self.roots if r is not root]
+        for n in range(1, len(parts) + 1):
+            tail = "/".join(parts[-n:])
+            if not any(o == tail or o.endswith("/" + tail) for o in others):
+                return tail
+        return root.target
 
     def forget_undo(self, root: Backend, batch: str) -> None:
         """A batch restored another way (the trash screen): u no longer points at it."""

@@ -6,6 +6,9 @@ from rich.cells import cell_len
 
 from qconsole.safetext import safe_name
 
+#: cells of a root's name in a one-row title (several roots open: ``jobs`` may be in two)
+ROOT_W = 32
+
 
 def short_name(name: str, width: int) -> str:
     """``name`` (made safe to show) in at most ``width`` cells: its head and tail around a

@@ -16,6 +16,7 @@ from textual.widgets import Footer, Header, Input, Label, Static, TextArea
 from qconsole.backends.base import Backend, Option
 from qconsole.safetext import safe_name, safe_text
 
+from .names import ROOT_W, short_name
 from .services import services
 
 #: publishing more than this from a form is a mistake, not a test
@@ -95,8 +96,10 @@ class PublishScreen(Screen[bool]):
 
     def compose(self) -> ComposeResult:
         yield Header()
+        label = services(self).root_label(self.qroot)  # several roots open: `jobs` may be in two
+        where = f" · root {short_name(label, ROOT_W)}" if label else ""
         yield Static(Text.assemble(("publish to ", "bold"), (safe_name(self.queue), "bold"),
-                                   (f"  ({self.qroot.title})", "dim")), id="ptitle")
+                                   (f"  ({self.qroot.title}{where})", "dim")), id="ptitle")
         with Vertical(id="publish"):
             yield Label("payload")
             # empty, not a sample: typing must not prepend to a pre-filled payload

@@ -33,6 +33,7 @@ from .publish_screen import PublishScreen
 from .settings_screen import SettingsScreen
 from .trash_screen import TrashScreen
 from .message_list import Details, MessageList, seen_as, shown_state
+from .names import ROOT_W, short_name
 from .services import services
 
 #: between status fields: visible, so fields never read as one word
@@ -187,6 +188,7 @@ class QueueScreen(Screen[None]):
 
     def on_resize(self) -> None:
         self.call_after_refresh(self.update_header)
+        self.call_after_refresh(self.update_title)  # (the room for a root's name)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MUTATING_ACTIONS and self.qapp.read_only:
@@ -325,7 +327,8 @@ class QueueScreen(Screen[None]):
 
     # -- status ---------------------------------------------------------------------------
     def update_title(self) -> None:
-        t = Text.assemble(("queue ", "dim"), (safe_name(self.queue), "bold"), (SEP, "dim"), (self.qroot.kind, "dim"))
+        head = Text.assemble(("queue ", "dim"), (safe_name(self.queue), "bold"), (SEP, "dim"), (self.qroot.kind, "dim"))
+        t = Text()  # the counts after it
         shown = self.scan or self.counts
         if shown is not None:
             c = dict(shown.counts)
@@ -347,6 +350,13 @@ class QueueScreen(Screen[None]):
         if self.qapp.read_only:
             t.append(SEP)
             t.append("READ-ONLY", "bold red")
+        label = self.qapp.root_label(self.qroot)
+        if label:  # several roots open: `jobs` may be in two of them (in the room the counts leave)
+            room = min(ROOT_W, (self.size.width or 80) - 2 - head.cell_len - t.cell_len - len(SEP + "root "))
+            if room >= 6:
+                head.append(SEP + "root ", "dim")
+                head.append(short_name(label, room), "dim")
+        t = head.append_text(t)
         shown = (t.plain, tuple(t.spans))
         if shown != self._title_shown:  # a Static update lays the screen out again
             self._title_shown = shown
@@ -660,8 +670,8 @@ class QueueScreen(Screen[None]):
                 self.qapp.run_operation(self.qroot, "delete", lambda ops: ops.delete(q, ids, missing="skip"),
                                         self._after)
 
-        self.app.push_screen(ConfirmScreen(f"Delete {len(ids)} message(s) from {safe_name(q)}?",
-                                           f"{named}\n{where}"), answered)
+        question = f"Delete {len(ids)} message(s) from {safe_name(q)}{self.qapp.where(self.qroot)}?"
+        self.app.push_screen(ConfirmScreen(question, f"{named}\n{where}"), answered)
 
     def action_purge(self) -> None:
         if self.qapp.refuse_if_read_only("purge"):
@@ -677,7 +687,7 @@ class QueueScreen(Screen[None]):
                 self.qapp.run_operation(self.qroot, "purge", lambda ops: ops.purge(q), self._after)
 
         self.app.push_screen(TypedConfirmScreen(
-            f"Purge all {n} message(s) of {safe_name(q)}?",
+            f"Purge all {n} message(s) of {safe_name(q)}{self.qapp.where(self.qroot)}?",
             f"Every message goes, in flight ones too. {where}", q), answered)
 
     def action_move(self) -> None:
@@ -708,7 +718,9 @@ class QueueScreen(Screen[None]):
                 self.qapp.run_operation(self.qroot, "move", lambda ops: ops.move(q, dest, ids, missing="skip"),
                                         self._after)
 
-        self.app.push_screen(PickQueueScreen(f"Move {len(ids)} message(s) to…", names), picked)
+        where = self.qapp.where(self.qroot)
+        source = f" from {safe_name(q)}{where}" if where else ""  # several roots: which `jobs`
+        self.app.push_screen(PickQueueScreen(f"Move {len(ids)} message(s){source} to…", names), picked)
 
     def action_publish(self) -> None:
         if self.qapp.refuse_if_read_only("publish"):

@@ -22,6 +22,7 @@ from qconsole.errors import QConsoleError, SettingsError
 from qconsole.safetext import escape_controls, safe_name, safe_text
 
 from .dialogs import ConfirmScreen
+from .names import ROOT_W, short_name
 from .services import services
 
 LEVELS = ("root", "queue")
@@ -87,7 +88,10 @@ class SettingsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(Text.assemble(("settings  ", "bold"), ("queue ", "dim"), (safe_name(self.queue), "bold")), id="stitle")
+        label = services(self).root_label(self.qroot)  # several roots open: `jobs` may be in two
+        where = f"  root {short_name(label, ROOT_W)}" if label else ""
+        yield Static(Text.assemble(("settings  ", "bold"), ("queue ", "dim"), (safe_name(self.queue), "bold"),
+                                   (where, "dim")), id="stitle")
         with VerticalScroll(id="settings"):
             if not self.qroot.can(SETTINGS):
                 yield Static(Text(f"{self.qroot.title} queues have no settings.", style="italic"), id="nosettings")

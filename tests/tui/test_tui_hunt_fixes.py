@@ -288,3 +288,47 @@ async def test_an_edit_typed_during_a_save_survives_the_read_back(ddmq_root: tup
     with open(conf) as fh:
         doc = yaml.safe_load(fh)
     assert doc["message_timeout"] == 45 and doc["priority"] == 7
+
+
+# -- 6. with two roots open, titles and questions name the root -----------------------------------
+
+async def test_with_two_roots_the_titles_and_questions_name_the_root(tmp_path: Any) -> None:
+    from peers import ddmq_broker
+
+    from qconsole.screens.dialogs import ConfirmScreen, PickQueueScreen, TypedConfirmScreen
+    from qconsole.screens.root_screen import RootScreen
+
+    roots = [str(tmp_path / "first"), str(tmp_path / "second")]
+    for root in roots:
+        broker = ddmq_broker(root, "jobs", "other")
+        broker.publish("jobs", f"a job of {root}")
+    second = roots[1]
+    app = make_app(roots)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RootScreen)
+        table = screen.query_one("DataTable")
+        table.move_cursor(row=table.get_row_index("1:jobs"))
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen.qroot.target == second
+        assert "queue jobs · ddmq · root second · ready 1" in screen_text(app)
+        await pilot.press("d")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert app.screen.question == f"Delete 1 message(s) from jobs (root {second})?"
+        await pilot.press("n", "P")
+        await settle(pilot)
+        assert isinstance(app.screen, TypedConfirmScreen)
+        assert app.screen.question == f"Purge all 1 message(s) of jobs (root {second})?"
+        await pilot.press("escape", "m")
+        await settle(pilot)
+        assert isinstance(app.screen, PickQueueScreen)
+        assert app.screen.title_text == f"Move 1 message(s) from jobs (root {second}) to…"
+        await pilot.press("escape", "p")
+        await settle(pilot)
+        assert "publish to jobs  (ddmq · root second)" in screen_text(app)
+        await pilot.press("escape", "s")
+        await settle(pilot)
+        assert "settings  queue jobs  root second" in screen_text(app)
