@@ -105,6 +105,8 @@ class QConsoleApp(App[None]):
         self.log_entries: deque[LogEntry] = deque(maxlen=LOG_SIZE)
         #: (root, trash batch, queue, what) of this session's deletes/purges, newest last: `u` undoes
         self.undo_stack: list[tuple[Backend, str, str | None, str]] = []
+        #: deletes and purges this session made (an empty stack then means all were undone)
+        self.undoable_made = 0
         self.title = "qconsole · READ-ONLY" if read_only else "qconsole"
         self.sub_title = self.roots_title = "  ".join(safe_name(r.target) for r in self.roots)
         #: the bulk changes running, with the (done, total) each last reported
@@ -113,6 +115,8 @@ class QConsoleApp(App[None]):
         self.changing: dict[int, str] = {}
         #: quit asked while changes ran: the console closes when the last one ends
         self.quitting = False
+        #: the question ctrl+q asks when a form holds unsaved edits
+        self._edits_question: ConfirmScreen | None = None
         #: set: the changes under way stop at their next progress tick (a safe point)
         self.stop_changes = threading.Event()
         for r in self.roots:
@@ -225,9 +229,27 @@ class QConsoleApp(App[None]):
                                           for what, n, total in self.running.values()) + (
             " · ctrl+q stops it" if self.quitting else "")
 
+    def unsaved_edits(self) -> list[str]:
+        """What the open forms (settings, publish) hold that is not saved: one line per form."""
+        return [f"{screen.form_label}: {n} field(s) changed" for screen in self.screen_stack
+                if (n := getattr(screen, "unsaved", lambda: 0)())]
+
     async def action_quit(self) -> None:
-        """Quit; while a change runs, only once it has ended (or been stopped at a safe point):
+        """Quit; with a form's edits unsaved, after a yes (escape on settings asked, ctrl+q did
+        not); while a change runs, only once it has ended (or been stopped at a safe point):
         the console closing went blank while the change ran on, with nothing said."""
+        edits = [] if self.quitting else self.unsaved_edits()  # (quitting: dropped already)
+        if edits:
+            if self.screen is self._edits_question:
+                return  # already asking
+            self._edits_question = ConfirmScreen("Quit without saving? " + "; ".join(edits),
+                                                 "y drops them; n goes back (ctrl+s saves).")
+            self.push_screen(self._edits_question,
+                             lambda yes: self.call_later(self._quit_when_done) if yes else None)
+            return
+        await self._quit_when_done()
+
+    async def _quit_when_done(self) -> None:
         if not self.changing:
             self.exit()
             return
@@ -275,17 +297,23 @@ class QConsoleApp(App[None]):
             batch = getattr(result, "batch", None)
             if batch and getattr(result, "action", "") in ("delete", "purge"):
                 entry = (root, batch, getattr(result, "queue", None), summary)
-                self.call_from_thread(self.undo_stack.append, entry)
+                self.call_from_thread(self._push_undo, entry)
                 summary += "  (u undoes)"
             self.call_from_thread(self.say, summary, "information")
         return result
+
+    def _push_undo(self, entry: tuple[Backend, str, str | None, str]) -> None:
+        self.undo_stack.append(entry)
+        self.undoable_made += 1
 
     def undo_last(self, after: Callable[[Any], None] | None = None) -> None:
         """Restore this session's last delete or purge from the trash."""
         if self.refuse_if_read_only("undo"):
             return
         if not self.undo_stack:
-            self.say("nothing to undo: no delete or purge in this session", "warning")
+            # (after an undo, "no delete or purge in this session" was false)
+            self.say("nothing to undo: this session's deletes and purges have all been restored"
+                     if self.undoable_made else "nothing to undo: no delete or purge in this session", "warning")
             return
         entry = self.undo_stack[-1]
         root, batch, queue, what = entry
@@ -360,6 +388,8 @@ class QConsoleApp(App[None]):
                     continue
                 _namespace, name, params = parse_action(action)
                 if screen.check_action(name, params) is False:  # what the screen refuses here
+                    continue
+                if name == "undo" and not self.undo_stack:  # (the key still says there is nothing)
                     continue
                 yield SystemCommand(binding.description, f"key {binding.key}",
                                     lambda a=action, s=screen: self.call_later(s.run_action, a))

@@ -120,6 +120,18 @@ class PublishScreen(Screen[bool]):
         self.query_one("#payload", TextArea).focus()
         self.check()
 
+    @property
+    def form_label(self) -> str:
+        """The form, as a question about its unsaved edits names it (ctrl+q)."""
+        return f"publish to {safe_name(self.queue)}"
+
+    def unsaved(self) -> int:
+        """How many fields hold what was typed and not published (none once its publish runs)."""
+        if self.publishing or self.published:
+            return 0
+        typed = sum(inp.value != ("1" if inp.id == "count" else "") for inp in self.query(Input).filter(".pfield"))
+        return typed + sum(area.text != "" for area in self.query(TextArea))
+
     def fields(self) -> dict[str, str]:
         return {inp.id or "": inp.value for inp in self.query(Input).filter(".pfield")}
 

@@ -305,6 +305,11 @@ class SettingsScreen(Screen[None]):
                 inp.value = text
         self.recompute()
 
+    @property
+    def form_label(self) -> str:
+        """The form, as a question about its unsaved edits names it (ctrl+q)."""
+        return f"settings of {safe_name(self.queue)}"
+
     def unsaved(self) -> int:
         """How many fields differ from what their file says (or from what was last saved)."""
         return sum(inp.value != self.initial.get(inp.setting)  # type: ignore[attr-defined]

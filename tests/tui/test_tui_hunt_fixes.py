@@ -332,3 +332,65 @@ async def test_with_two_roots_the_titles_and_questions_name_the_root(tmp_path: A
         await pilot.press("escape", "s")
         await settle(pilot)
         assert "settings  queue jobs  root second" in screen_text(app)
+
+
+# -- 7. undo's message and palette; ctrl+q over unsaved edits --------------------------------------
+
+async def test_u_after_the_last_undo_and_the_palette_say_what_is_true(vsqs_root: tuple[str, Any]) -> None:
+    root, manager = vsqs_root
+    manager.get_queue("jobs").publish(b"one")
+    app = make_app([root])
+
+    def offered(screen: Any) -> bool:
+        return "Undo last delete/purge" in {c.title for c in app.get_system_commands(screen)}
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_queue(pilot, "jobs")
+        assert not offered(screen)  # (the root screen hid it; the queue screen offered it)
+        await pilot.press("d", "y")
+        await settle(pilot)
+        assert offered(screen)
+        await pilot.press("u", "y")
+        await settle(pilot)
+        assert not offered(screen) and len(os.listdir(os.path.join(root, "jobs"))) == 1
+        await pilot.press("u")
+        await settle(pilot)
+        last = app.log_entries[-1].text
+        assert last == "nothing to undo: this session's deletes and purges have all been restored", last
+
+
+async def test_ctrl_q_over_unsaved_settings_asks_first(ddmq_root: tuple[str, Any]) -> None:
+    root, _broker = ddmq_root
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        form = await open_settings(pilot, "jobs")
+        form.query_one("#queue--message_timeout").value = "45"
+        await pilot.pause()
+        await pilot.press("ctrl+q")  # quit at once, the edit lost
+        await settle(pilot)
+        assert app.return_code is None
+        assert "Quit without saving? settings of jobs: 1 field(s) changed" in screen_text(app)
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.screen is form and form.query_one("#queue--message_timeout").value == "45"
+        await pilot.press("ctrl+q", "y")
+        await settle(pilot)
+        assert app.return_code == 0
+
+
+async def test_ctrl_q_over_a_typed_publish_form_asks_first(ddmq_root: tuple[str, Any]) -> None:
+    root, _broker = ddmq_root
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("p", *"hello")
+        await settle(pilot)
+        await pilot.press("ctrl+q")
+        await settle(pilot)
+        assert app.return_code is None
+        assert "Quit without saving? publish to jobs: 1 field(s) changed" in screen_text(app)
+        await pilot.press("escape", "escape")  # the form left: nothing to ask about
+        await settle(pilot)
+        await pilot.press("ctrl+q")
+        await settle(pilot)
+        assert app.return_code == 0
