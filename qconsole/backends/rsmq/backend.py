@@ -33,7 +33,7 @@ from operator import itemgetter
 
 from ...errors import OperationError, QueueNameError, RootError, SettingsError, UnknownQueueError
 from ...model import Message, QueueScan, RootScan
-from ...states import DELAYED, EXPIRED, INFLIGHT, READY, RSMQ
+from ...states import DELAYED, EXPIRED, FOREIGN, INFLIGHT, READY, RSMQ
 from ..base import (CREATE_QUEUE, DELAYED as CAP_DELAYED, DELETE_QUEUE, REDELIVERY_COUNT, SETTINGS, TRASH,
                     Backend, Option, Setting, SettingField)
 from . import scripts
@@ -66,7 +66,14 @@ OLDEST_SCAN_LIMIT = 10 * CHUNK
 VT_MAX = DELAY_MAX = 9_999_999
 MAXSIZE_MIN, MAXSIZE_MAX = 1024, 65536
 #: queue attributes rsmq clients write into the queue's hash (not messages)
-ATTRS = ("vt", "delay", "maxsize", "totalsent", "totalrecv", "created", "modified", "createdby")
+ATTRS = scripts.QUEUE_FIELDS
+_ATTR_MEMBERS = frozenset(a.encode() for a in ATTRS)
+#: the one name whose sorted set would be the namespace's QUEUES set (``{ns}:QUEUES``)
+RESERVED_QNAMES = frozenset({"QUEUES"})
+#: why a script answered ``foreign`` (the id is no message's: :func:`not_an_id`)
+NOT_A_MESSAGE = "no message (named like a queue field, or holding ':'); left alone"
+#: the action a trash listing shows for a batch whose keys are not of the types qconsole writes
+BROKEN = "broken"
 #: Node rsmq's queue-name rule: what `create` accepts, so every client can use the queue
 NODE_QNAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
 ID_CHARS = string.ascii_letters + string.digits
@@ -96,6 +103,14 @@ def id_time(mid: str) -> float | None:
         return int(mid[:10], 36) / 1e6
     except ValueError:
         return None
+
+
+def not_an_id(mid: bytes) -> bool:
+    """A member that is no message: named like a field of the queue's hash (its body would be
+    that setting) or holding ':' (``{id}:rc``, ``{id}:fr``: another message's fields). Anyone can
+    ZADD one; no client makes one. Counted as foreign, never listed, changed or restored (the
+    scripts refuse it too)."""
+    return mid in _ATTR_MEMBERS or b":" in mid
 
 
 def _s(value: Any) -> str:
@@ -143,6 +158,11 @@ def _num(value: Any) -> float | int | None:
 _INF = float("inf")
 
 
+def _why(word: str, consumed: str, changed: str) -> str:
+    """The skip reason for a script's answer other than ``ok``."""
+    return consumed if word == "gone" else NOT_A_MESSAGE if word == "foreign" else changed
+
+
 class _Tally:
     """What counting a queue's members adds up."""
 
@@ -154,6 +174,9 @@ class _Tally:
         self.first_ready: str | None = None
         #: members scored +inf (never delivered) or -inf (always first): no deadline to show
         self.infinite = 0
+        #: members that are no message (:func:`not_an_id`), and the first few of them
+        self.foreign = 0
+        self.foreign_named: list[str] = []
         self.messages: list[Message] = []
         self._seen: set[bytes] = set()
 
@@ -164,6 +187,12 @@ class _Tally:
             if mid in seen:  # a member can move between chunks while they are read
                 continue
             seen.add(mid)
+            if not_an_id(mid):
+                if count:
+                    self.foreign += 1
+                    if len(self.foreign_named) < 3:
+                        self.foreign_named.append(_s(mid))
+                continue
             raw = vals[0]
             rc = int(raw) if raw is not None and raw.isdigit() else 0
             finite = -_INF < score < _INF  # anyone can ZADD +inf/-inf: counted, but no deadline
@@ -225,6 +254,8 @@ class RsmqBackend(Backend):
         self.path = target.shown  # what `ls --json` and others print as the root
         self._client = client if client is not None else connect(target)
         self._scripts: dict[str, Any] = {}
+        #: batches the last trash listing found broken (keys of the wrong type)
+        self._broken: set[str] = set()
 
     @classmethod
     def open(cls, text: str) -> RsmqBackend:
@@ -302,9 +333,10 @@ class RsmqBackend(Backend):
     def trash_index(self) -> str:
         return f"{self.ns}:qconsole:trash"
 
-    def _trash_keys(self, batch: str) -> tuple[str, str, str]:
-        base = f"{self.ns}:qconsole:trash:{batch}"
-        return base, base + ":m", base + ":o"
+    def _trash_keys(self, batch: str) -> tuple[bytes, bytes, bytes]:
+        # bytes: a planted batch name may hold any bytes (decoded with surrogateescape)
+        base = f"{self.ns}:qconsole:trash:".encode() + member(batch)
+        return base, base + b":m", base + b":o"
 
     def clock(self) -> tuple[float, int]:
         """Redis TIME as (epoch seconds, epoch ms as rsmq computes it)."""
@@ -340,6 +372,10 @@ class RsmqBackend(Backend):
             raise QueueNameError(f"bad queue name {name!r}: rsmq queue names have no ':'")
         if len(name) > 160 or not name.isprintable():
             raise QueueNameError(f"bad queue name {name!r}: at most 160 printable characters")
+        if name in RESERVED_QNAMES:
+            # its sorted set would be {ns}:QUEUES, the set of queue names (Node rsmq accepts the name)
+            raise QueueNameError(f"bad queue name {name!r}: its sorted set would be {self.queues_key}, "
+                                 "the list of queues")
         return name
 
     def queue_names(self) -> tuple[list[str], list[str]]:
@@ -458,7 +494,9 @@ class RsmqBackend(Backend):
         pipe.zcard(zkey)
         pipe.zcount(zkey, f"({now_ms}", "+inf")
         pipe.hlen(hkey)
-        attrs, total, hidden, hlen = self._call(pipe.execute)
+        for a in ATTRS:  # members named like a queue field (O(1) each): no message, wherever they are
+            pipe.zscore(zkey, a)
+        attrs, total, hidden, hlen, *attr_scores = self._call(pipe.execute)
         attr = dict(zip(ATTRS, attrs))
         if attr["vt"] is None:
             scan.errors.append(f"listed in {self.queues_key} but {hkey} has no settings (deleted meanwhile?)")
@@ -479,17 +517,22 @@ class RsmqBackend(Backend):
             visible_rc = self._fields(hkey, [m for m, _ in visible_members], wanted)
         else:
             # the visible count from the hidden members read (a receive since the counts moved
-            # one from visible to hidden: counted in both, totals went above ZCARD)
-            visible = max(0, total - len(hidden_members))
+            # one from visible to hidden: counted in both, totals went above ZCARD), less the
+            # visible members named like a queue field (those holding ':' only the HLEN check finds)
+            taken = set(map(itemgetter(0), hidden_members))
+            visible_foreign = [a for a, sc in zip(ATTRS, attr_scores)
+                               if sc is not None and sc <= now_ms and a.encode() not in taken]
+            visible = max(0, total - len(hidden_members) - len(visible_foreign))
             # only as far into the visible range as it takes to meet the first ready message
             visible_members, visible_rc = [], []
             pos, step = 0, 100
-            while pos < min(visible, OLDEST_SCAN_LIMIT):
-                part = self._range(zkey, pos, min(pos + step, visible) - 1)
+            ranks = max(0, total - len(hidden_members))  # the visible range, planted members included
+            while pos < min(ranks, OLDEST_SCAN_LIMIT):
+                part = self._range(zkey, pos, min(pos + step, ranks) - 1)
                 rcs = self._fields(hkey, [m for m, _ in part], (b":rc",))
                 visible_members += part
                 visible_rc += rcs
-                if not part or any(v[0] is None for v in rcs):
+                if not part or any(v[0] is None and not not_an_id(m) for (m, _), v in zip(part, rcs)):
                     break
                 pos, step = pos + step, CHUNK
         tally.members(name, self.kind, visible_members, visible_rc, now_ms, count=exact, collect=collect)
@@ -497,21 +540,32 @@ class RsmqBackend(Backend):
         counts = scan.counts
         for state in (READY, INFLIGHT, EXPIRED, DELAYED):
             counts[state] = tally.counts[state]
+        foreign_named = tally.foreign_named
+        if not exact:
+            tally.foreign += len(visible_foreign)
+            foreign_named = (foreign_named + visible_foreign)[:3]
+        counts[FOREIGN] = tally.foreign
+        if tally.foreign:
+            scan.errors.append(f"{tally.foreign} member(s) of {zkey} are no message (named like a field of {hkey}, "
+                               f"or holding ':'; e.g. {', '.join(map(repr, foreign_named))}): counted as foreign, "
+                               "never listed or changed")
+        messages = total - tally.foreign
         attr_fields = sum(v is not None for v in attrs)
-        # every message has its body field; every received one also :rc and :fr
-        received_total = (hlen - total - attr_fields) / 2
+        # every message has its body field; every received one also :rc and :fr (a foreign member
+        # named like a queue field has that field as its "body": counted among attr_fields)
+        received_total = (hlen - messages - attr_fields) / 2
         if not exact:
             received_visible = received_total - counts[INFLIGHT]
             if received_total != int(received_total) or not 0 <= received_visible <= visible:
                 # fields that are neither messages nor rsmq's: count exactly, slowly but in chunks
                 exact_scan = self._scan_one(name, now_s, now_ms, collect=False, force_exact=True)
-                exact_scan.warnings.insert(0, f"{hkey} has {hlen} fields, which {total} messages do not account "
+                exact_scan.warnings.insert(0, f"{hkey} has {hlen} fields, which {messages} messages do not account "
                                               "for; counted ready/expired by reading every receive count")
                 return exact_scan
             counts[EXPIRED] = int(received_visible)
             counts[READY] = visible - int(received_visible)
         elif received_total != int(received_total) or received_total < counts[INFLIGHT] + counts[EXPIRED]:
-            scan.warnings.append(f"{hkey} has {hlen} fields for {total} messages: some fields belong to "
+            scan.warnings.append(f"{hkey} has {hlen} fields for {messages} messages: some fields belong to "
                                  "no message (orphans) or some messages have no body")
         if tally.infinite:
             scan.warnings.append(f"{tally.infinite} message(s) scored +inf or -inf in {self.zkey(name)} (no client "
@@ -537,15 +591,38 @@ class RsmqBackend(Backend):
         return scan
 
     def read_payload(self, msg: Message, cap: int | None) -> Payload:
-        """The body by HGET (peek never changes rc, fr, totalrecv or the score)."""
+        """The body by HGET (peek never changes rc, fr, totalrecv or the score); one longer than
+        ``cap`` + 1 bytes (HSTRLEN) by the PEEK script: only its first ``cap`` + 1 bytes and its
+        length cross the network, as a file peek reads ``cap`` + 1 bytes of a big file."""
+        import redis.exceptions as rx
+
         from ...errors import MessageNotFoundError
         from ...payload import payload_from_bytes
 
-        body = self._call(self._client.hget, self.hkey(msg.queue), member(msg.id))
+        hkey, key = self.hkey(msg.queue), member(msg.id)
+        if not_an_id(key):  # a queue field, or another message's: never read as a body
+            raise MessageNotFoundError(f"{msg.id!r} is no message of {msg.queue!r}")
+        gone = MessageNotFoundError(f"message {msg.id} is gone from {msg.queue!r} (consumed meanwhile?)")
+        body: Any = None
+        size = 0
+        if cap is not None and self._call(self._client.hstrlen, hkey, key) > cap + 1:
+            try:
+                out = self._script("PEEK")(keys=[hkey], args=[key, cap + 1])
+            except rx.NoPermissionError:
+                out = None  # a read-only ACL user (no scripts): the whole body, as before
+            except rx.RedisError as err:
+                raise self._failed(err) from None
+            if isinstance(out, list):
+                body, size = out[0], int(out[1])
+            elif out is not None:
+                raise gone
         if body is None:
-            raise MessageNotFoundError(f"message {msg.id} is gone from {msg.queue!r} (consumed meanwhile?)")
+            body = self._call(self._client.hget, hkey, key)
+            if body is None:
+                raise gone
+            size = len(body)
         data = bytes(body)
-        payload = payload_from_bytes(data if cap is None else data[:cap + 1], len(data), cap)
+        payload = payload_from_bytes(data if cap is None else data[:cap + 1], size, cap)
         rc = getattr(msg, "rc", None)  # the receive count the listing read (the TUI's `rd` column)
         if isinstance(rc, int):
             payload.redeliveries = rc
@@ -677,7 +754,7 @@ class RsmqBackend(Backend):
         out: list[tuple[str, str | None]] = []
         for i, word in self._each("REQUEUE", keys, [self._seen(m) for m in msgs]):
             # "visible": its timeout had passed already; the next receive takes it, as asked
-            out.append((msgs[i].id, None if word in ("ok", "visible") else (CONSUMED if word == "gone" else CHANGED)))
+            out.append((msgs[i].id, None if word in ("ok", "visible") else _why(word, CONSUMED, CHANGED)))
         return out
 
     def remove(self, action: str, queue: str, msgs: Sequence[Message], *, use_trash: bool,
@@ -703,7 +780,7 @@ class RsmqBackend(Backend):
             for i, word in self._each("REMOVE", keys, argvs):
                 if word == "ok":
                     done += 1
-                out.append((msgs[i].id, None if word == "ok" else (CONSUMED if word == "gone" else CHANGED)))
+                out.append((msgs[i].id, None if word == "ok" else _why(word, CONSUMED, CHANGED)))
         finally:
             if batch:
                 self._call(self._client.hset, meta, mapping={"count": done, "complete": 1})
@@ -724,7 +801,7 @@ class RsmqBackend(Backend):
         # ones at the same or a later ms, and equal scores deliver in id order: DEST keeps the
         # order they were sent in (as the file backends' move does)
         msgs = sorted(msgs, key=lambda m: m.id)
-        reasons = {"gone": CONSUMED, "changed": CHANGED, "nodest": f"queue {dest!r} is gone"}
+        reasons = {"gone": CONSUMED, "changed": CHANGED, "nodest": f"queue {dest!r} is gone", "foreign": NOT_A_MESSAGE}
         for i, word in self._each("MOVE", keys, [self._seen(m) for m in msgs]):
             mid = msgs[i].id
             why = f"an id {mid} is in {dest!r} already" if word == "exists" else reasons.get(word, word)
@@ -736,6 +813,9 @@ class RsmqBackend(Backend):
         """What `create` accepts: a name Node rsmq accepts too, so every client can use the queue."""
         if not name or len(name) > 160 or not set(name) <= NODE_QNAME_CHARS:
             raise QueueNameError(f"bad queue name {name!r}: rsmq queue names are 1-160 of A-Z a-z 0-9 _ -")
+        if name in RESERVED_QNAMES:  # rsmq accepts it, but its sorted set would be {ns}:QUEUES
+            raise QueueNameError(f"bad queue name {name!r}: its sorted set would be the namespace's "
+                                 "QUEUES set (the list of queues)")
         return name
 
     def create_queue(self, queue: str, *, vt: int = 30, delay: int = 0, maxsize: int = 65536) -> None:
@@ -755,6 +835,9 @@ class RsmqBackend(Backend):
         self.validate_queue_name(queue)
         n = int(self._run_script("DELETE_QUEUE", [self.hkey(queue), self.zkey(queue), self.queues_key],
                                  [queue, "1" if force else "0"]))
+        if n == -2:
+            raise OperationError(f"{queue!r}: {self.hkey(queue)} or {self.zkey(queue)} is not of the type rsmq "
+                                 "writes; not deleted")
         if n < 0:
             raise OperationError(f"{queue!r}: a message arrived meanwhile; not deleted (purge it first, or --force)")
         return n
@@ -775,29 +858,46 @@ class RsmqBackend(Backend):
     def _drop_batch(self, batch: str) -> None:
         pipe = self._pipe()
         pipe.unlink(*self._trash_keys(batch))  # UNLINK: a big batch is freed off the main thread
-        pipe.zrem(self.trash_index, batch)
+        pipe.zrem(self.trash_index, member(batch))
         self._call(pipe.execute)
 
     def trash_list(self) -> list[TrashBatch]:
+        """The batches, oldest first. Anyone may plant one: a batch whose keys are not of the types
+        qconsole writes (hash, hash, sorted set) is listed as ``broken`` (no queue, no count),
+        never restored (the others still are), and removed by ``trash empty``."""
+        import redis.exceptions as rx
+
         from ..results import TrashBatch
 
-        names = [_s(b) for b in self._call(self._client.zrange, self.trash_index, 0, -1)]
+        index = self._call(self._client.zrange, self.trash_index, 0, -1, withscores=True)
         out = []
-        for base in range(0, len(names), CHUNK):
+        self._broken = set()
+        for base in range(0, len(index), CHUNK):
             pipe = self._pipe()
-            part = names[base:base + CHUNK]
-            for b in part:
-                meta, _m, order = self._trash_keys(b)
+            part = index[base:base + CHUNK]
+            for b, _score in part:
+                meta, tmsgs, order = self._trash_keys(_s(b))
+                pipe.type(tmsgs)  # read by restore only: its type checked here, before any restore
                 pipe.hmget(meta, ["action", "queue", "user", "created"])
                 pipe.zcard(order)
                 pipe.zrange(order, 0, TRASH_IDS_LISTED - 1)  # what the batch holds, as the file trash says
-            res = self._call(pipe.execute)
-            for i, b in enumerate(part):
-                action, queue, user, created = (None if v is None else _s(v) for v in res[3 * i])
+            res = self._call(pipe.execute, raise_on_error=False)
+            for i, (raw, score) in enumerate(part):
+                b = _s(raw)
+                kind, fields, count, ids = res[4 * i:4 * i + 4]
+                errors = [r for r in (kind, fields, count, ids) if isinstance(r, rx.RedisError)]
+                if any("WRONGTYPE" not in str(e) for e in errors):
+                    raise self._failed(errors[0])  # the server's problem (login, ACL), not the batch's
+                if errors or _s(kind) not in ("hash", "none"):
+                    self._broken.add(b)
+                    out.append(TrashBatch(batch=b, created_at=float(_num(score) or 0), action=BROKEN, queue=None,
+                                          count=0))
+                    continue
+                action, queue, user, created = (None if v is None else _s(v) for v in fields)
                 when = _num(created)  # written by us, but anyone may plant a batch
                 out.append(TrashBatch(batch=b, created_at=float(when or 0), action=action or "?",
-                                      queue=queue, count=int(res[3 * i + 1]), user=user or "",
-                                      ids=[_s(m) for m in res[3 * i + 2]]))
+                                      queue=queue, count=int(count), user=user or "",
+                                      ids=[_s(m) for m in ids]))
         return out
 
     def trash_batch_queue(self, batch: str | None) -> tuple[str, str | None]:
@@ -805,11 +905,18 @@ class RsmqBackend(Backend):
         if not batches:
             raise OperationError("the trash is empty")
         if batch is None:
-            pick = batches[-1]
+            # the newest batch that can be restored: a broken one never stands in the way
+            pick = next((b for b in reversed(batches) if b.batch not in self._broken), None)
+            if pick is None:
+                raise OperationError(f"the trash holds no restorable batch ({len(batches)} broken: "
+                                     "see `qconsole trash list`; `qconsole trash empty` removes them)")
         else:
             pick = next((b for b in batches if b.batch == batch), None)
             if pick is None:
                 raise OperationError(f"no trash batch {batch!r} (see `qconsole trash list`)")
+        if pick.batch in self._broken:
+            raise OperationError(f"trash batch {pick.batch!r} is broken: its keys are not of the types qconsole "
+                                 "writes (planted?); not restored (`qconsole trash empty` removes it)")
         return pick.batch, pick.queue
 
     def trash_restore(self, batch: str) -> tuple[list[str], list[tuple[str, str]]]:
@@ -817,6 +924,7 @@ class RsmqBackend(Backend):
         name, queue = self.trash_batch_queue(batch)
         if queue is None:
             raise OperationError(f"trash batch {name} names no queue")
+        self.validate_queue_name(queue)  # the batch's own record: anyone may plant a batch
         meta, tmsgs, torder = self._trash_keys(name)
         keys = [self.zkey(queue), self.hkey(queue), tmsgs, torder]
         done: list[str] = []
@@ -824,7 +932,8 @@ class RsmqBackend(Backend):
         members = self._call(self._client.zrange, torder, 0, -1)  # raw: they go back as they are
         ids = [_s(m) for m in members]
         reasons = {"gone": "no longer in the trash", "noqueue": f"queue {queue!r} is gone",
-                   "exists": f"an id like it is in {queue!r} again"}
+                   "exists": f"an id like it is in {queue!r} again",
+                   "foreign": "no message id (named like a queue field, or holding ':'); left in the trash"}
         for i, word in self._each("RESTORE", keys, [[m] for m in members]):
             mid = ids[i]
             if word == "ok":

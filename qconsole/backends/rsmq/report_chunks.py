@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ...payload import BINARY, classify
-from ...states import DELAYED, EXPIRED, INFLIGHT, READY
+from ...states import DELAYED, EXPIRED, FOREIGN, INFLIGHT, READY
 
 #: the stores this module reads
 STORES: tuple[str, ...] = ("rsmq",)
@@ -102,7 +102,7 @@ def _state(score: float, rc: int, now_ms: int) -> str:
 
 def read_chunk(chunk: dict[str, Any]) -> list[list[Any]]:
     """The inventory columns (COLUMNS order, times in µs) of one rank range."""
-    from .backend import _int, _s, id_time
+    from .backend import _int, _s, id_time, not_an_id
 
     backend = _backend(chunk["location"])
     queue = chunk["queue"]
@@ -110,6 +110,10 @@ def read_chunk(chunk: dict[str, Any]) -> list[list[Any]]:
     now_ms = int(float(chunk["now"]) * 1000)
     zkey, hkey = backend.zkey(queue), backend.hkey(queue)
     members = backend._call(backend.client.zrange, zkey, start, stop, withscores=True)
+    # a member named like a queue field or holding ':' is no message (its "body" would be a
+    # setting or another message's field): one foreign row, as a file layout's foreign file
+    foreign = [m for m, _score in members if not_an_id(m)]
+    members = [ms for ms in members if not not_an_id(ms[0])]
     pipe = backend._pipe()
     for i in range(0, len(members), READ_STEP):
         pipe.hmget(hkey, [m + sfx for m, _score in members[i:i + READ_STEP] for sfx in (b"", b":rc", b":fr")])
@@ -150,4 +154,9 @@ def read_chunk(chunk: dict[str, Any]) -> list[list[Any]]:
         c_kind.append(kind)
         c_sha.append(digest)
         c_error.append(error)
+    for raw_id in foreign:
+        row = (queue, "rsmq", FOREIGN, None, _s(raw_id), None, None, None, None, None, None, None, None,
+               "foreign member: named like a queue field, or holding ':'")
+        for col, value in zip(cols, row):
+            col.append(value)
     return cols

@@ -7,9 +7,27 @@ TIME in milliseconds, computed as rsmq does (seconds and the first three digits 
 
 Every key a script touches is passed in KEYS. Scripts are short and bounded (a handful of
 commands on one message), so none blocks the server noticeably.
+
+Ids come from untrusted data (anyone can ZADD a member, or plant a trash batch), and a queue's
+hash holds its settings and counters beside the bodies: every script that takes an id answers
+``foreign``, touching nothing, for one that names a queue field or holds ``:`` (``{id}:rc`` and
+``{id}:fr`` are other messages' fields), so no member can reach a setting or another message.
 """
 
 from __future__ import annotations
+
+#: the queue's own fields in its hash: what rsmq 0.12.4 (createQueue, sendMessage, receiveMessage)
+#: and PyRSMQ 0.6.1 write, and ``createdby``, which qconsole always read as a queue field. Never a
+#: message id: both clients make ids of 32 characters, base36 of Redis TIME in µs then 22 [0-9A-Za-z]
+QUEUE_FIELDS: tuple[str, ...] = ("vt", "delay", "maxsize", "totalsent", "totalrecv", "created", "modified",
+                                 "createdby")
+
+# ARGV[1] is the id; "foreign" (nothing touched) when it is no message's
+_ID = """
+local id = ARGV[1]
+local fields = {""" + ", ".join(f"{f} = true" for f in QUEUE_FIELDS) + """}
+if fields[id] or string.find(id, ":", 1, true) then return "foreign" end
+"""
 
 _NOW = """
 local t = redis.call("TIME")
@@ -17,8 +35,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
 # KEYS[1] zset, KEYS[2] hash; ARGV[1] id, ARGV[2] score seen, ARGV[3] rc seen ("0": none)
-_CHECK = """
-local id = ARGV[1]
+_CHECK = _ID + """
 local s = redis.call("ZSCORE", KEYS[1], id)
 if not s then return "gone" end
 local rc = redis.call("HGET", KEYS[2], id .. ":rc")
@@ -116,8 +133,7 @@ return "ok"
 
 #: put one trashed message back exactly (id, body, rc, fr, its score): KEYS z, hash, trash hash,
 #: trash order; a message whose id is in the queue again, or a queue deleted since, is left
-RESTORE = """
-local id = ARGV[1]
+RESTORE = _ID + """
 local f = redis.call("HMGET", KEYS[3], id, id .. ":rc", id .. ":fr", id .. ":s")
 if not f[4] then return "gone" end
 if redis.call("HEXISTS", KEYS[2], "vt") == 0 then return "noqueue" end
@@ -131,8 +147,13 @@ redis.call("ZREM", KEYS[4], id)
 return "ok"
 """
 
-#: deleteQueue as rsmq (DEL of the hash and the zset, SREM from QUEUES): KEYS hash, zset, QUEUES
+#: deleteQueue as rsmq (DEL of the hash and the zset, SREM from QUEUES): KEYS hash, zset, QUEUES;
+#: -2 (nothing deleted) when a key is not of rsmq's type: a queue named QUEUES (made by another
+#: client) has the QUEUES set as its "zset", and DEL of it would forget every queue
 DELETE_QUEUE = """
+local ht = redis.call("TYPE", KEYS[1])["ok"]
+local zt = redis.call("TYPE", KEYS[2])["ok"]
+if (ht ~= "hash" and ht ~= "none") or (zt ~= "zset" and zt ~= "none") then return -2 end
 if ARGV[2] ~= "1" and redis.call("ZCARD", KEYS[2]) > 0 then
   return -1
 end
@@ -141,3 +162,11 @@ redis.call("SREM", KEYS[3], ARGV[1])
 return n
 """
 
+
+#: a body longer than peek shows: its first ARGV[2] bytes and its length, KEYS[1] the hash (the
+#: rest never crosses the network nor fills the client); read-only, one HGET
+PEEK = _ID + """
+local body = redis.call("HGET", KEYS[1], id)
+if not body then return "gone" end
+return {string.sub(body, 1, tonumber(ARGV[2])), #body}
+"""
