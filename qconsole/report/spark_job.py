@@ -49,7 +49,11 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
 """
 
 #: the driver JVM's start-up flags (in local mode it is the executors' JVM too)
-DRIVER_JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+DRIVER_JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                      # the JVM's own warnings go to stderr, not to the report's stdout: a first
+                      # run's class archive is written as the JVM exits, after qconsole has, and
+                      # its ~150 "[warning][cds]" lines landed in the report redirected to a file
+                      "-Xlog:disable", "-Xlog:all=warning:stderr")
 
 
 #: set to 0 to start the driver JVM without the class archive

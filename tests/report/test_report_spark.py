@@ -244,3 +244,22 @@ def test_a_rerun_replaces_its_own_output_and_nothing_else(spark, tmp_path):
     with pytest.raises(QConsoleError, match="holds 1 entry no report wrote"):
         _run(spark, root, out)
     assert open(os.path.join(out, "messages", "notes.txt")).read() == "the operator's"
+
+
+def test_the_driver_jvms_own_warnings_never_reach_stdout(tmp_path):
+    """A first run records the class archive as the JVM exits, after qconsole has: its ~150
+    "[warning][cds]" lines (classes CDS cannot archive) went to the JVM's stdout, which is
+    qconsole's, and landed in a report redirected to a file. The driver's options send the
+    JVM's warnings to stderr."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    from qconsole.report import spark_job
+
+    if spark_job.java_missing():
+        pytest.skip("no Java")
+    archive = str(tmp_path / "a.jsa")
+    done = subprocess.run([spark_job._java_binary(), *spark_job.DRIVER_JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={archive}",
+                           "-cp", os.path.join(_find_spark_home(), "jars", "*"), "org.apache.spark.deploy.SparkSubmit",
+                           "--version"], capture_output=True, text=True, timeout=120)
+    assert os.path.getsize(archive) > 0  # it did record: the warnings' cause was there
+    assert "[warning]" not in done.stdout, done.stdout[:2000]
