@@ -354,7 +354,9 @@ class Backend:
     def trash_restore(self, batch: str) -> tuple[list[str], list[tuple[str, str]]]:
         raise Unsupported(f"{self.title} has no trash")
 
-    def trash_empty(self, older_than_s: float | None) -> list[str]:
+    def trash_empty(self, older_than_s: float | None) -> list[tuple[str, str | None]]:
+        """Delete trash batches for good (those older than ``older_than_s``, when given):
+        (batch, None when deleted, else why it was left) each."""
         raise Unsupported(f"{self.title} has no trash")
 
     def recover(self, *, force: bool = False) -> Any:

@@ -363,7 +363,10 @@ def trash_empty(
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="trash empty")
     secs = parse_duration(older_than) if older_than is not None else None  # "" is refused, not "all"
     _confirm("Empty the trash" + (f" of batches older than {older_than}" if older_than else "") + "?", yes)
-    _report(ops, ops.trash_empty(secs))
+    result = ops.trash_empty(secs)
+    _report(ops, result)
+    if result.skipped:  # batches left (another qconsole's restore, one that cannot be removed)
+        raise typer.Exit(ExitCode.PROBLEMS)
 
 
 @app.command()

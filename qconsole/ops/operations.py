@@ -318,7 +318,7 @@ class Operations:
             # (the CLI's parse_duration refuses 0 too; here 0 means "every batch", as None does)
             raise OperationError("--older-than must be a finite duration, not negative")
         return self._run("trash empty", None,
-                         lambda: OpResult("trash empty", None, self.root.trash_empty(older_than_s)),
+                         lambda: self._tallied("trash empty", None, self.root.trash_empty(older_than_s)),
                          older_than_s=older_than_s)
 
     # ------------------------------------------------------------------ recover

@@ -452,7 +452,7 @@ class FileBackend(Backend):
         """The ready name a trashed file comes back as (in-flight ones come back ready)."""
         raise NotImplementedError
 
-    def trash_empty(self, older_than_s: float | None) -> list[str]:
+    def trash_empty(self, older_than_s: float | None) -> list[tuple[str, str | None]]:
         from . import trash
 
         return trash.empty(self.path, older_than_s, self.tick)

@@ -413,11 +413,14 @@ def _drop_if_empty(c: safety.Confined, batch: str) -> None:
     c.rmdir(bdir)
 
 
-def empty(root: str, older_than_s: float | None, tick: Callable[[int, int], None] | None = None) -> list[str]:
-    """Delete batches for good (only those older than ``older_than_s`` when given); a batch
-    another qconsole is restoring is left alone. ``tick(done, total)``: files removed."""
+def empty(root: str, older_than_s: float | None,
+          tick: Callable[[int, int], None] | None = None) -> list[tuple[str, str | None]]:
+    """Delete batches for good (only those older than ``older_than_s`` when given): (batch,
+    None when deleted, else why not) each. A batch another qconsole is restoring, or one that
+    cannot be removed (planted too deep, a permission), is left and said, and the rest go.
+    ``tick(done, total)``: files removed."""
     now = time.time()
-    removed = []
+    removed: list[tuple[str, str | None]] = []
     with safety.Confined(root) as c:
         chosen = [b for b in batch_names(c)
                   if older_than_s is None or now - created_at(b, read_manifest(c, b)) >= older_than_s]
@@ -431,15 +434,21 @@ def empty(root: str, older_than_s: float | None, tick: Callable[[int, int], None
 
         for b in chosen:
             try:
-                _lock(c, b, "empty")
-            except OperationError:
-                continue  # being restored right now: not ours to delete under it
+                lock = _lock(c, b, "empty")
+            except OperationError as err:  # being restored right now: not ours to delete under it
+                removed.append((b, str(err)))
+                continue
             try:
                 c.rmtree(batch_dir(root, b), one_removed)
             except (OSError, QConsoleError) as err:
                 why = err.strerror if isinstance(err, OSError) else str(err)
-                raise OperationError(f"cannot remove trash batch {b}: {why}") from None
-            removed.append(b)
+                removed.append((b, f"not removed: {why}"))
+                try:
+                    c.unlink(lock)  # what is left of it stays restorable
+                except (OSError, QConsoleError):
+                    pass
+                continue
+            removed.append((b, None))
     return removed
 
 

@@ -944,10 +944,10 @@ class RsmqBackend(Backend):
             self._drop_batch(name)
         return done, skipped
 
-    def trash_empty(self, older_than_s: float | None) -> list[str]:
+    def trash_empty(self, older_than_s: float | None) -> list[tuple[str, str | None]]:
         now = self.now()
         old = [b.batch for b in self.trash_list() if older_than_s is None or now - b.created_at >= older_than_s]
         for i, batch in enumerate(old):
             self._drop_batch(batch)  # one round trip (UNLINK: freed off the server's main thread)
             self.tick(i + 1, len(old))
-        return old
+        return [(b, None) for b in old]
