@@ -114,7 +114,8 @@ def test_what_qconsole_writes_both_clients_read(node, pyrsmq, url, redis_server,
     assert pyrsmq.getQueueAttributes(qname="work").execute()["vt"] == 60.0
 
 
-@pytest.mark.parametrize("bad", ["vt=10000000", "delay=-1", "maxsize=1023", "maxsize=65537", "vt=1.5", "color=red"])
+@pytest.mark.parametrize("bad", ["vt=10000000", "delay=-1", "maxsize=1023", "maxsize=65537", "vt=1.5", "color=red",
+                                 "vt=--5", "maxsize=-" + "9" * 400])
 def test_config_out_of_rsmq_bounds_is_one_line(node, url, bad):
     node.call("createQueue", qname="q")
     out = qconsole("config", "q", bad, "--root", url, "--audit-log", "/dev/null")

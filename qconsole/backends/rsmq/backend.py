@@ -663,7 +663,8 @@ class RsmqBackend(Backend):
         if field is None:
             raise SettingsError(f"unknown RSMQ setting {key!r}: use {', '.join(f.key for f in self.setting_fields)}")
         t = text.strip()
-        if not (t.lstrip("-").isascii() and t.lstrip("-").isdigit()):
+        digits = t[1:] if t.startswith("-") else t  # one sign at most: '--5' was int()'s ValueError
+        if not (digits.isascii() and digits.isdigit()) or len(digits) > 20:
             raise SettingsError(f"{key} must be a whole number, not {text!r}")
         return int(t)
 
