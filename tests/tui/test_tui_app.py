@@ -381,7 +381,7 @@ async def test_status_and_header_fields_are_separated_and_fit_80_columns(roots: 
         screen = await open_queue(pilot, "emails")
         await pilot.press("down", "space")
         title = rendered(screen.query_one("#qtitle").render())
-        assert title.startswith("queue emails · ddmq · ready 8 · in-flight 2 · expired 1")
+        assert title.startswith("queue emails · ddmq · root ddmq · ready 8 · in-flight 2 · expired 1")  # 2 roots
         status_line = rendered(screen.query_one("#qstatus").render())
         assert status_line.startswith("3/11 · 1 marked · scanned ")
         # the ddmq mixed-priority warning is whole, on its own wrapping line
