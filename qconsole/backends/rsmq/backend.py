@@ -707,7 +707,7 @@ class RsmqBackend(Backend):
         super().check_publish(options)
         delay = options.get("delay")
         if delay is not None and delay > DELAY_MAX:
-            raise OperationError(f"delay must be between 0 and {DELAY_MAX} seconds (rsmq's bounds), not {delay:g}")
+            raise OperationError(f"delay must be between 0 and {DELAY_MAX} seconds (rsmq's bounds), not {delay!r}")
 
     def publish(self, queue: str, payloads: Sequence[bytes], options: dict[str, Any]) -> list[str]:
         """rsmq's sendMessage, one script per message (ids in rsmq's format; totalsent counted)."""
