@@ -9,21 +9,14 @@ Run as root, qconsole runs without the capabilities that let root ignore permiss
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
 import time
 
 import pytest
 
 from peers import ddmq_broker
+from unprivileged import MISSING, run_qconsole
 
-QCONSOLE = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "qconsole")
-
-NO_DAC = ["setpriv", "--inh-caps=-dac_override,-dac_read_search", "--bounding-set=-dac_override,-dac_read_search",
-          "--"] if os.geteuid() == 0 else []
-
-pytestmark = pytest.mark.skipif(bool(NO_DAC) and not shutil.which("setpriv"), reason="setpriv (util-linux) missing")
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
 
 
 def _ddmq(tmp_path) -> tuple[str, str]:
@@ -66,8 +59,7 @@ def test_a_queue_that_cannot_be_listed_is_never_changed_by_what_could_be(tmp_pat
     before = _tree(root)
     os.chmod(locked, 0)
     try:
-        res = subprocess.run([*NO_DAC, QCONSOLE, *argv, "-r", root, "--audit-log", str(tmp_path / "audit.log")],
-                             capture_output=True, text=True, timeout=60)
+        res = run_qconsole(*argv, "-r", root, "--audit-log", str(tmp_path / "audit.log"))
     finally:
         os.chmod(locked, 0o755)
     lines = res.stderr.splitlines()

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from qconsole.cli import app, register_all
 from qconsole.backends import open_target as Root
 from qconsole.backends.ddmq.settings import SettingsError, effective, load_config
+from unprivileged import MISSING, run_qconsole
 
 register_all()
 runner = CliRunner()
@@ -42,14 +43,16 @@ def test_permission_denied_simulated(tmp_path, monkeypatch):
     one_line_error(runner.invoke(app, ["stats", str(tmp_path)]), "permission denied")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root bypasses permissions")
+@pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
 def test_permission_denied_for_real(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0)
     try:
-        one_line_error(runner.invoke(app, ["stats", str(locked)]), "permission denied")
+        res = run_qconsole("stats", str(locked))
     finally:
         locked.chmod(0o755)
+    assert res.returncode == 2 and len(res.stderr.splitlines()) == 1, res.stderr
+    assert "permission denied" in res.stderr.lower() and "Traceback" not in res.stderr
 
 
 def test_unreadable_queue_dir_is_a_scan_error_not_a_crash(tmp_path, monkeypatch):
