@@ -15,6 +15,8 @@ from typing import Any
 DEFAULT_CAP = 64 * 1024
 #: a ddmq file is parsed as JSON only up to this size; beyond, it is shown capped as text
 MAX_PARSE = 16 * 1024 * 1024
+#: the most of one payload read whole into memory (``peek --raw``, the console's ``s``)
+WHOLE_CAP = 1 << 30
 
 JSON, TEXT, BINARY = "json", "text", "binary"
 

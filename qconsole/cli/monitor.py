@@ -17,6 +17,7 @@ from ..fastpath import fast_stats, queue_parts, write_stats  # noqa: F401 (fast_
 from ..backends.base import Backend
 from ..backends import open_target
 from ..states import STATES
+from ..payload import WHOLE_CAP
 from .app import app
 from .common import AuditLogOpt, CheckTypesOpt, JobsOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootArg, RootOpt, fail, guarded, pick_root
 
@@ -199,7 +200,7 @@ def _next(cols: Any) -> Any:
 
 
 #: the largest payload ``peek --raw`` writes (read into memory whole first)
-RAW_CAP = 1 << 30
+RAW_CAP = WHOLE_CAP
 
 
 @app.command()
@@ -227,7 +228,11 @@ def peek(
             raise QConsoleError(f"{msg.name}: {size:,} bytes; --raw writes at most {RAW_CAP >> 20} MiB")
     payload = handle.read_payload(msg, RAW_CAP if raw else DEFAULT_CAP)
     if raw and payload.truncated:
-        raise QConsoleError(f"{msg.name}: {payload.size:,} bytes; --raw writes at most {RAW_CAP >> 20} MiB")
+        if payload.size > RAW_CAP:
+            raise QConsoleError(f"{msg.name}: {payload.size:,} bytes; --raw writes at most {RAW_CAP >> 20} MiB")
+        # under the cap, yet cut: the store could read only part of it (a ddmq file too large to parse)
+        raise QConsoleError(f"{msg.name}: {payload.error or 'not readable whole'} ({payload.file_size:,} bytes): "
+                            "its payload cannot be written whole (copy the file itself)")
     if json_:
         sys.stdout.write(_dump(peek_document(handle, msg, payload), pretty=True) + "\n")
         return

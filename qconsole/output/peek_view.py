@@ -6,7 +6,7 @@ import base64
 from typing import TYPE_CHECKING, Any
 
 from ..model import Message
-from ..payload import BINARY, JSON, Payload
+from ..payload import BINARY, JSON, WHOLE_CAP, Payload
 from ..safetext import safe_text
 from . import humanize
 from .stats_json import iso_utc
@@ -98,9 +98,8 @@ def peek_document(root: "Backend", msg: Message, payload: Payload) -> dict[str, 
     return doc
 
 
-#: the most ``s`` saves: what ``qconsole peek --raw`` writes (its RAW_CAP; a test keeps them
-#: equal), read into memory whole first
-SAVE_CAP = 1 << 30
+#: the most ``s`` saves, read into memory whole first: what ``qconsole peek --raw`` writes
+SAVE_CAP = WHOLE_CAP
 
 
 def save_payload(backend: Backend, msg: Message, path: str) -> int:

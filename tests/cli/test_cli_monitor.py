@@ -419,3 +419,13 @@ def test_an_infinite_age_threshold_or_two_roots_is_one_line(tmp_path, argv):
             code, out = done.returncode, done.stdout + done.stderr
         assert code == 2 and len(out.strip().splitlines()) == 1, (how, out)
         assert ("finite" in out) if "age" in argv[1] else ("two roots" in out), (how, out)
+
+
+def test_peek_raw_of_a_ddmq_file_too_large_to_parse_says_so(ddmq_root):
+    """It said '--raw writes at most 1024 MiB' of a 17 MiB file: the payload is inside JSON the
+    parse cap (16 MiB) keeps qconsole from reading."""
+    root, b = ddmq_root
+    b.publish("jobs", "B" * (17 << 20), clean=False)
+    res = run("peek", "jobs", "--raw", "-r", root)
+    assert res.exit_code == 2 and "too large to parse" in res.output and "copy the file itself" in res.output, res.output
+    assert "at most 1024 MiB" not in res.output

@@ -63,13 +63,6 @@ async def test_s_refuses_a_ddmq_message_too_large_to_parse(ddmq_root: tuple[str,
     assert not os.path.exists(out)  # was the raw file's first 16 MiB, reported as the payload
 
 
-def test_s_saves_up_to_what_peek_raw_writes() -> None:
-    from qconsole.cli.monitor import RAW_CAP
-    from qconsole.output.peek_view import SAVE_CAP
-
-    assert SAVE_CAP == RAW_CAP
-
-
 # -- 2. typed input never ends the console ------------------------------------------------------
 
 async def test_a_doubled_minus_in_the_publish_priority_is_a_problem_shown(ddmq_root: tuple[str, Any]) -> None:
