@@ -7,7 +7,8 @@ import time
 
 
 def duration(seconds: float | None) -> str:
-    """``42s``, ``3m05s``, ``2h07m``, ``3d04h``; ``-`` for None."""
+    """``42s``, ``3m05s``, ``2h07m``, ``3d04h``, from 1000 days years (``2y270d``, ``3114y``: a planted
+    deadline of a million days read ``1136623d16h``, cut in a column); ``-`` for None."""
     if seconds is None or not -1e15 < seconds < 1e15:  # (also NaN and infinities: planted values)
         return "-"
     s = int(round(seconds))
@@ -22,7 +23,12 @@ def duration(seconds: float | None) -> str:
     if h < 24:
         return f"{sign}{h}h{m:02d}m"
     d, h = divmod(h, 24)
-    return f"{sign}{d}d{h:02d}h"
+    if d < 1000:
+        return f"{sign}{d}d{h:02d}h"
+    y, d = divmod(d, 365)
+    if y < 100:
+        return f"{sign}{y}y{d:03d}d"
+    return f"{sign}{y}y" if y < 100_000 else f"{sign}>99999y"
 
 
 def fit(n: float, width: int) -> str:

@@ -100,6 +100,26 @@ def _vsqs_trash(tmp_path, n: int = 3) -> tuple[str, str]:
     return root, os.listdir(os.path.join(root, ".qconsole", "trash"))[0]
 
 
+chain_was_whole = [False]
+
+
+def _remove_chain(top: str) -> None:
+    """Remove top/d/d/.../d without recursion or a descriptor per level (by walking the cwd)."""
+    here = os.getcwd()
+    depth = 0
+    try:
+        os.chdir(top)
+        while os.path.isdir("d"):
+            os.chdir("d")
+            depth += 1
+        for _ in range(depth):
+            os.chdir("..")
+            os.rmdir("d")
+    finally:
+        os.chdir(here)
+    chain_was_whole[0] = depth == 3000
+
+
 def test_a_planted_batch_nested_3000_deep_is_refused_not_a_recursion_error(tmp_path):
     root, real = _vsqs_trash(tmp_path)
     deep = os.path.join(root, ".qconsole", "trash", "20200101T000000-aaaaaa", "files", "jobs")
@@ -113,11 +133,14 @@ def test_a_planted_batch_nested_3000_deep_is_refused_not_a_recursion_error(tmp_p
             fd = nfd
     finally:
         os.close(fd)
-    res = _run("trash", "empty", "--yes", "-r", root)
+    try:
+        res = _run("trash", "empty", "--yes", "-r", root)
+    finally:
+        _remove_chain(deep)  # (pytest's own clean-up of old runs recurses: 3,000 levels overflow it)
     # the planted batch is left and said; the real one goes; every later empty works the same
     assert res.returncode == 1 and not res.stderr, (res.returncode, res.stderr)
     assert "skipped 20200101T000000-aaaaaa: not removed:" in res.stdout and "nested deeper" in res.stdout, res.stdout
-    assert os.path.isdir(deep)  # refused before anything of it went
+    assert chain_was_whole[0]  # refused before anything of it went
     assert os.listdir(os.path.join(root, ".qconsole", "trash")) == ["20200101T000000-aaaaaa"]
     assert not os.path.exists(os.path.join(root, ".qconsole", "trash", "20200101T000000-aaaaaa", ".lock"))
 

@@ -31,6 +31,10 @@ def _scan() -> RootScan:
 
 def test_humanize():
     assert [humanize.duration(x) for x in (None, 5, 65, 7260, 90000, -5)] == ["-", "5s", "1m05s", "2h01m", "1d01h", "-5s"]
+    # far out (a planted deadline): years, short enough for a column ("1136623d16h" was cut)
+    day = 86400
+    assert [humanize.duration(x) for x in (999 * day, 1000 * day, 1136623 * day, -1136623 * day, 9.99e14)] == \
+        ["999d00h", "2y270d", "3114y", "-3114y", ">99999y"]
     assert [humanize.size(x) for x in (None, 5, 2048, 5 * 2**20)] == ["-", "5 B", "2.0 KiB", "5.0 MiB"]
     assert humanize.clock(0, utc=True) == "1970-01-01 00:00:00"
     assert iso_utc(0.5) == "1970-01-01T00:00:00.500Z"
