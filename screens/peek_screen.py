@@ -7,6 +7,7 @@ as markup, so ``[@click=app.quit]`` or an OSC 52 sequence in a payload does noth
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
@@ -210,10 +211,12 @@ class PeekScreen(Screen["str | None"]):
         default = f"{self.msg.id}.payload"
 
         def chosen(path: str | None) -> None:
-            if path:
-                self._save_worker(self.msg, path)
+            if path:  # ~ as a shell takes it; a relative path from where the console was started
+                self._save_worker(self.msg, os.path.abspath(os.path.expanduser(path)))
 
-        self.app.push_screen(AskTextScreen("Save the whole payload to (a new file):", default), chosen)
+        where = safe_name(os.getcwd())
+        self.app.push_screen(AskTextScreen(f"Save the whole payload to a new file (~ works; relative to {where}):",
+                                           default), chosen)
 
     @work(thread=True, exit_on_error=False, group="peek-save")
     def _save_worker(self, msg: Message, path: str) -> None:

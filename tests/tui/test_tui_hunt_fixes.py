@@ -49,6 +49,22 @@ async def test_s_saves_the_whole_of_a_20_mib_payload(vsqs_root: tuple[str, Any],
         assert fh.read() == body  # was its first 16 MiB, reported as saved
 
 
+async def test_s_takes_a_tilde_and_says_where_it_saved(vsqs_root: tuple[str, Any], tmp_path: Any,
+                                                      monkeypatch: Any) -> None:
+    """`~/x` was taken as a directory named ~ under wherever the console was started."""
+    root, manager = vsqs_root
+    manager.get_queue("jobs").publish(b"tilde")
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_queue(pilot, "jobs")
+        await save_from_peek(pilot, "~/mine.payload")
+        assert f"saved 5 B to {home / 'mine.payload'}" in said(app), said(app)
+    assert (home / "mine.payload").read_bytes() == b"tilde"
+
+
 async def test_s_refuses_a_ddmq_message_too_large_to_parse(ddmq_root: tuple[str, Any], tmp_path: Any) -> None:
     root, broker = ddmq_root
     broker.publish("jobs", "x" * (17 * MIB))
