@@ -16,6 +16,7 @@ from textual.widgets import Footer, Header, Input, Label, Static, TextArea
 from qconsole.backends.base import Backend, Option
 from qconsole.safetext import safe_name, safe_text
 
+from .dialogs import ConfirmScreen
 from .names import ROOT_W, short_name
 from .services import services
 
@@ -193,4 +194,16 @@ class PublishScreen(Screen[bool]):
             self.dismiss(True)
 
     def action_cancel(self) -> None:
-        self.dismiss(False)
+        """Close; with a payload or option typed and not published, only after a yes (escape
+        dropped a typed message silently, as settings' once did)."""
+        n = self.unsaved()
+        if not n:
+            self.dismiss(False)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes and self.is_current:
+                self.dismiss(False)
+
+        self.app.push_screen(ConfirmScreen(f"Close without publishing? {n} field(s) typed",
+                                           "y drops them; n goes back to the form (ctrl+s publishes)."), answered)

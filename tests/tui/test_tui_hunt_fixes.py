@@ -79,6 +79,42 @@ async def test_s_refuses_a_ddmq_message_too_large_to_parse(ddmq_root: tuple[str,
     assert not os.path.exists(out)  # was the raw file's first 16 MiB, reported as the payload
 
 
+
+async def test_escape_from_a_publish_form_with_a_typed_payload_asks(ddmq_root: tuple[str, Any]) -> None:
+    """Escape dropped a typed message without a word (settings asked; ctrl+q asks)."""
+    from textual.widgets import TextArea
+
+    from qconsole.screens.dialogs import ConfirmScreen
+    from qconsole.screens.publish_screen import PublishScreen
+
+    root, broker = ddmq_root
+    broker.publish("jobs", "hello")
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("p")
+        await settle(pilot)
+        form = app.screen
+        assert isinstance(form, PublishScreen)
+        form.query_one("#payload", TextArea).text = "a long message typed by hand"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen) and "Close without publishing?" in screen_text(app)
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.screen is form and form.query_one("#payload", TextArea).text == "a long message typed by hand"
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert not isinstance(app.screen, (PublishScreen, ConfirmScreen))
+        await pilot.press("p")  # an untouched form closes at once
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, (PublishScreen, ConfirmScreen))
+
+
 # -- 2. typed input never ends the console ------------------------------------------------------
 
 async def test_a_doubled_minus_in_the_publish_priority_is_a_problem_shown(ddmq_root: tuple[str, Any]) -> None:
