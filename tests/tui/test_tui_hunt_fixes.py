@@ -434,7 +434,7 @@ async def test_ctrl_q_over_a_typed_publish_form_asks_first(ddmq_root: tuple[str,
         await settle(pilot)
         assert app.return_code is None
         assert "Quit without saving? publish to jobs: 1 field(s) changed" in screen_text(app)
-        await pilot.press("escape", "escape")  # the form left: nothing to ask about
+        await pilot.press("escape", "escape", "y")  # the form left (its own question said yes to): nothing to ask about
         await settle(pilot)
         await pilot.press("ctrl+q")
         await settle(pilot)

@@ -152,13 +152,15 @@ SIXTEEN = ["root", "queue_ddmq_marked", "queue_long_end", "queue_read_only", "pe
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_screen_256_colours(snap_compare: Any, name: str) -> None:
+def test_screen_256_colours(snap_compare: Any, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir("/")  # the save dialog names the working directory: the same wherever tests run
     steps, options = CASES[name]
     assert snap_compare(make(colors=256, **options), terminal_size=SIZE, run_before=steps)
 
 
 @pytest.mark.parametrize("name", SIXTEEN)
-def test_screen_16_colours(snap_compare: Any, name: str) -> None:
+def test_screen_16_colours(snap_compare: Any, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir("/")
     steps, options = CASES[name]
     assert snap_compare(make(colors=16, **options), terminal_size=SIZE, run_before=steps)
 
