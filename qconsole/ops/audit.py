@@ -63,10 +63,30 @@ def append(path: str, doc: dict[str, Any], root: str | None = None) -> None:
     from ..backends.fs import safety
 
     line = (json.dumps(doc, ensure_ascii=True, default=str) + "\n").encode()
-    if root and safety.under(root, path):
-        safety.append_line_confined(root, path, line)
+    inside = _inside(root, path) if root else None
+    if inside is not None:  # by where it really is: a link on the way, a relative path, are no way round
+        safety.append_line_confined(inside[0], inside[1], line)
     else:
-        safety.append_line(path, line, follow=True, make_dirs=True)
+        safety.append_line(os.path.abspath(path), line, follow=True, make_dirs=True)
+
+
+def spare_path(root: str | None, path: str) -> str | None:
+    """Where a record goes when the log ``path`` inside ``root`` refused it: the operator's own
+    state directory (None when ``path`` is not in the root, or is that log already)."""
+    spare = os.path.join(state_home(), LOG_NAME)
+    if not root or _inside(root, path) is None or os.path.abspath(path) == spare:
+        return None
+    return spare
+
+
+def _inside(root: str, path: str) -> tuple[str, str] | None:
+    """(the root's real path, the log's path under it) when ``path`` really lies in the root
+    (its directory resolved: a symlink elsewhere into a queue is inside); None when not."""
+    real_root = os.path.realpath(root)
+    real = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+    if real == real_root or real.startswith(real_root.rstrip("/") + "/"):
+        return real_root, real
+    return None
 
 
 #: bytes of the log read at most (its end): tens of thousands of entries

@@ -59,6 +59,15 @@ class Operations:
             audit.append(self.audit_path, doc, root=root)
         except (OSError, QConsoleError) as err:
             why = err.strerror if isinstance(err, OSError) else str(err)
+            # a log in the root refused (a second hard link, say from a `cp -al` snapshot):
+            # the record goes to the operator's own log rather than nowhere
+            spare = audit.spare_path(root, self.audit_path)
+            if spare is not None:
+                try:
+                    audit.append(spare, doc)
+                    why += f"; written to {spare}"
+                except (OSError, QConsoleError):
+                    pass
             self.warnings.append(f"audit log {self.audit_path}: {why}")
 
     def _run(self, action: str, queue: str | None, body: Callable[[], OpResult], **fields: Any) -> OpResult:

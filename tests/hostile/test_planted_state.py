@@ -18,12 +18,15 @@ CAP = 512 << 20
 BIG = 64 << 20
 
 
-def _run(*argv: str) -> subprocess.CompletedProcess:
+def _run(*argv: str, home: str | None = None, cwd: str | None = None) -> subprocess.CompletedProcess:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("QCONSOLE_")}
-    return subprocess.run([QCONSOLE, *argv], capture_output=True, text=True, timeout=120, preexec_fn=cap, env=env)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QCONSOLE_") and k != "XDG_STATE_HOME"}
+    if home:
+        env["HOME"] = home
+    return subprocess.run([QCONSOLE, *argv], capture_output=True, text=True, timeout=120, preexec_fn=cap, env=env,
+                          cwd=cwd)
 
 
 def _vsqs_root(tmp_path, n: int = 3) -> str:
@@ -84,14 +87,32 @@ def test_an_audit_log_hard_linked_outside_or_named_in_a_queue_is_not_written(tmp
     outside.write_text("mine\n")
     os.makedirs(os.path.join(root, ".qconsole"))
     os.link(outside, os.path.join(root, ".qconsole", "audit.log"))  # planted by a queue writer
-    res = _run("publish", "jobs", "x", "-r", root)
+    home = str(tmp_path / "home")
+    res = _run("publish", "jobs", "x", "-r", root, home=home)
     assert res.returncode == 0 and "audit log" in res.stderr and "hard link" in res.stderr, res.stderr
     assert outside.read_text() == "mine\n"
+    # the record is not lost: it went to the operator's own log, and the warning says where
+    spare = os.path.join(home, ".local", "state", "qconsole", "audit.log")
+    assert f"written to {spare}" in res.stderr and '"action": "publish"' in open(spare).read()
     message = os.path.join(root, "jobs", "1700000000000001")
-    res = _run("publish", "jobs", "y", "-r", root, "--audit-log", message)
-    assert res.returncode == 0 and "not under its .qconsole/" in res.stderr, res.stderr
-    assert open(message).read() == "m-1"
+    os.symlink(root, str(tmp_path / "rootlink"))
+    # named plainly, through a link to the root, relative to the working directory: all refused
+    for path, cwd in ((message, None), (str(tmp_path / "rootlink" / "jobs" / "1700000000000001"), None),
+                      (os.path.join("jobs", "1700000000000001"), root)):
+        res = _run("publish", "jobs", "y", "-r", root, "--audit-log", path, home=home, cwd=cwd)
+        assert res.returncode == 0 and "not under its .qconsole/" in res.stderr, (path, res.stderr)
+        assert open(message).read() == "m-1"
 
+
+def test_a_relative_audit_log_is_written_where_it_names(tmp_path):
+    """`-r jobs --audit-log jobs/.qconsole/audit.log` from the root's parent was checked as that
+    path and written at ROOT/jobs/.qconsole/audit.log: inside the live queue `jobs`."""
+    root = _vsqs_root(tmp_path)
+    os.rename(root, str(tmp_path / "jobs"))  # the root is named like its queue
+    res = _run("publish", "jobs", "x", "-r", "jobs", "--audit-log", "jobs/.qconsole/ops.log", cwd=str(tmp_path))
+    assert res.returncode == 0 and not res.stderr, res.stderr
+    assert os.path.isfile(tmp_path / "jobs" / ".qconsole" / "ops.log")
+    assert not os.path.exists(tmp_path / "jobs" / "jobs" / ".qconsole")
 
 def _vsqs_trash(tmp_path, n: int = 3) -> tuple[str, str]:
     """A VSQS root whose queue ``jobs`` was purged into the trash: (root, the batch)."""
