@@ -28,11 +28,24 @@ def pick_root(positional: str | None, option: str | None) -> str | None:
     import os
 
     env = os.environ.get("QCONSOLE_ROOT")
-    if positional and option and positional != option and option != env:  # (typer fills --root from the variable)
-        from ..errors import QConsoleError
+    if positional and option and option != env and not same_target(positional, option):
+        from ..errors import QConsoleError  # (typer fills --root from the variable: that one yields)
 
         raise QConsoleError(f"two roots given: {positional!r} and --root {option!r}; give one")
     return positional or option or env or None
+
+
+def same_target(a: str, b: str) -> bool:
+    """Whether two targets name the same thing: the same text, or one directory spelt two ways
+    (``v`` and ``v/``, a relative and an absolute path, a link to it)."""
+    import os
+
+    if a == b:
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
 
 
 def backend_class(kind: str) -> type[Backend]:

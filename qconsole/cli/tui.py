@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from typing import Annotated, Any, Optional
 
 import typer
 
-from ..backends import open_target
+from ..backends import open_target, same_target
+from ..errors import QConsoleError
 from .app import app
 from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootOpt, guarded, pick_root
 
@@ -32,6 +34,10 @@ RootsArg = Annotated[
 def open_targets(roots: list[str] | None, root_opt: str | None, layout: str) -> list[Any]:
     """A backend for every target (ROOT... wins over --root, then $QCONSOLE_ROOT); a target that
     cannot be opened is one line and exit 2, after closing the ones already open."""
+    if roots and root_opt and root_opt != os.environ.get("QCONSOLE_ROOT") \
+            and not any(same_target(r, root_opt) for r in roots):
+        raise QConsoleError(f"roots given as ROOT and as --root {root_opt!r}: give every root as ROOT "
+                            "(qconsole ROOT1 ROOT2 ...)")
     targets = list(roots) if roots else [pick_root(None, root_opt)]
     handles: list[Any] = []
     try:

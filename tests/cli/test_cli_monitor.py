@@ -429,3 +429,14 @@ def test_peek_raw_of_a_ddmq_file_too_large_to_parse_says_so(ddmq_root):
     res = run("peek", "jobs", "--raw", "-r", root)
     assert res.exit_code == 2 and "too large to parse" in res.output and "copy the file itself" in res.output, res.output
     assert "at most 1024 MiB" not in res.output
+
+
+def test_one_root_spelt_two_ways_is_one_root_and_the_console_refuses_two(tmp_path, monkeypatch):
+    (tmp_path / "v" / "jobs").mkdir(parents=True)
+    (tmp_path / "d").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for other in ("v/", str(tmp_path / "v")):
+        res = run("stats", "v", "-r", other, "--json")
+        assert res.exit_code == 0 and json.loads(res.stdout)["queues"][0]["name"] == "jobs", (other, res.output)
+    res = run("open", "v", "-r", "d")  # the console (`qconsole v -r d`): `-r d` was silently ignored
+    assert res.exit_code == 2 and "give every root as ROOT" in res.output, res.output
