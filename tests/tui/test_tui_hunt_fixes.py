@@ -80,6 +80,17 @@ async def test_s_refuses_a_ddmq_message_too_large_to_parse(ddmq_root: tuple[str,
 
 
 
+async def publish_form(pilot: Any, queue: str = "jobs") -> Any:
+    """The publish form of ``queue``, opened from the root screen with `p`."""
+    from qconsole.screens.publish_screen import PublishScreen
+
+    await open_queue(pilot, queue)
+    await pilot.press("p")
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, PublishScreen)
+    return pilot.app.screen
+
+
 async def test_escape_from_a_publish_form_with_a_typed_payload_asks(ddmq_root: tuple[str, Any]) -> None:
     """Escape dropped a typed message without a word (settings asked; ctrl+q asks)."""
     from textual.widgets import TextArea
@@ -91,11 +102,7 @@ async def test_escape_from_a_publish_form_with_a_typed_payload_asks(ddmq_root: t
     broker.publish("jobs", "hello")
     app = make_app([root])
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_queue(pilot, "jobs")
-        await pilot.press("p")
-        await settle(pilot)
-        form = app.screen
-        assert isinstance(form, PublishScreen)
+        form = await publish_form(pilot)
         form.query_one("#payload", TextArea).text = "a long message typed by hand"
         await pilot.press("escape")
         await settle(pilot)
@@ -118,17 +125,11 @@ async def test_escape_from_a_publish_form_with_a_typed_payload_asks(ddmq_root: t
 # -- 2. typed input never ends the console ------------------------------------------------------
 
 async def test_a_doubled_minus_in_the_publish_priority_is_a_problem_shown(ddmq_root: tuple[str, Any]) -> None:
-    from qconsole.screens.publish_screen import PublishScreen
-
     root, broker = ddmq_root
     broker.publish("jobs", "hello")
     app = make_app([root])
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_queue(pilot, "jobs")
-        await pilot.press("p")
-        await settle(pilot)
-        form = app.screen
-        assert isinstance(form, PublishScreen)
+        form = await publish_form(pilot)
         form.query_one("#priority").focus()
         await pilot.press(*"--5")  # int("--5") raised out of the form: the console died
         await settle(pilot)
