@@ -80,8 +80,14 @@ def spare_path(root: str | None, path: str) -> str | None:
 
 
 def _inside(root: str, path: str) -> tuple[str, str] | None:
-    """(the root's real path, the log's path under it) when ``path`` really lies in the root
-    (its directory resolved: a symlink elsewhere into a queue is inside); None when not."""
+    """(a root, the log's path under it) when ``path`` lies in the root as written (then every
+    step from the root is taken without following links: a planted ``.qconsole`` link to
+    elsewhere is refused) or really does (its directory resolved: a link from elsewhere into
+    a queue is inside); None when neither."""
+    from ..backends.fs import safety
+
+    if safety.under(root, os.path.abspath(path)):
+        return os.path.abspath(root), os.path.abspath(path)
     real_root = os.path.realpath(root)
     real = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
     if real == real_root or real.startswith(real_root.rstrip("/") + "/"):
