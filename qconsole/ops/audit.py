@@ -90,9 +90,7 @@ def _inside(root: str, path: str) -> tuple[str, str] | None:
         return os.path.abspath(root), os.path.abspath(path)
     real_root = os.path.realpath(root)
     real = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
-    if real == real_root or real.startswith(real_root.rstrip("/") + "/"):
-        return real_root, real
-    return None
+    return (real_root, real) if safety.under(real_root, real) else None
 
 
 #: bytes of the log read at most (its end): tens of thousands of entries

@@ -80,15 +80,19 @@ async def test_s_refuses_a_ddmq_message_too_large_to_parse(ddmq_root: tuple[str,
 
 
 
+async def open_form(pilot: Any, queue: str, key: str, kind: type) -> Any:
+    """The form ``key`` opens over ``queue``'s screen (opened from the root screen), a ``kind``."""
+    await open_queue(pilot, queue)
+    await pilot.press(key)
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, kind)
+    return pilot.app.screen
+
+
 async def publish_form(pilot: Any, queue: str = "jobs") -> Any:
-    """The publish form of ``queue``, opened from the root screen with `p`."""
     from qconsole.screens.publish_screen import PublishScreen
 
-    await open_queue(pilot, queue)
-    await pilot.press("p")
-    await settle(pilot)
-    assert isinstance(pilot.app.screen, PublishScreen)
-    return pilot.app.screen
+    return await open_form(pilot, queue, "p", PublishScreen)
 
 
 async def test_escape_from_a_publish_form_with_a_typed_payload_asks(ddmq_root: tuple[str, Any]) -> None:
@@ -144,11 +148,7 @@ async def test_a_doubled_minus_in_the_publish_priority_is_a_problem_shown(ddmq_r
 async def open_settings(pilot: Any, queue: str) -> Any:
     from qconsole.screens.settings_screen import SettingsScreen
 
-    await open_queue(pilot, queue)
-    await pilot.press("s")
-    await settle(pilot)
-    assert isinstance(pilot.app.screen, SettingsScreen)
-    return pilot.app.screen
+    return await open_form(pilot, queue, "s", SettingsScreen)
 
 
 async def test_a_yaml_tag_typed_for_an_unknown_ddmq_key_is_a_problem_shown(ddmq_root: tuple[str, Any]) -> None:

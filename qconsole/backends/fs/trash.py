@@ -237,10 +237,14 @@ def _lock_alive(c: safety.Confined, path: str) -> bool:
         return False
     if len(text) >= 2 and text[0] == HOST and text[1].isdigit() and len(text[1]) <= 10:
         return pid_alive(int(text[1]))
-    # another host's: alive while fresh. By ctime, which no one can set (touch sets mtime: a
-    # lock planted with a time in 2099 held its batch for good); either way of the clock,
-    # for a host whose clock runs a little ahead
-    return abs(time.time() - st.st_ctime) < FOREIGN_HOST_GRACE
+    return _fresh(st, time.time())  # another host's: alive while fresh
+
+
+def _fresh(st: os.stat_result | None, now: float) -> bool:
+    """Changed within the grace another host's leftovers get. By ctime, which no one can set
+    (touch sets mtime: a lock planted with a time in 2099 held its batch for good); either
+    way of the clock, for a host whose clock runs a little ahead."""
+    return st is not None and abs(now - st.st_ctime) < FOREIGN_HOST_GRACE
 
 
 # --------------------------------------------------------------------------- restore / empty
@@ -487,31 +491,24 @@ def orphaned_fills(root: str, *, force: bool = False) -> list[tuple[str, str]]:
             if not force:
                 if host == HOST and pid_alive(pid):
                     continue
-                if host != HOST and _fill_touched_within(c, os.path.join(trash_dir(root), n), FOREIGN_HOST_GRACE):
+                if host != HOST and _fill_touched_lately(c, os.path.join(trash_dir(root), n)):
                     continue
             out.append((n, batch))
     return out
 
 
-def _fill_touched_within(c: safety.Confined, fill: str, seconds: float) -> bool:
-    """Whether a batch being filled changed lately: each message moved in changes its queue's
-    directory (files/QUEUE or its work/), not the batch's top, whose ctime is its creation
-    (another host's purge past 5 minutes was taken for dead and its batch published)."""
+def _fill_touched_lately(c: safety.Confined, fill: str) -> bool:
+    """Whether a batch being filled changed lately (:func:`_fresh`): each message moved in
+    changes its queue's directory (files/QUEUE or its work/), not the batch's top, whose ctime
+    is its creation (another host's purge past 5 minutes was taken for dead and published)."""
     now = time.time()
-    for sub in ("", FILES):
-        st = c.lstat(os.path.join(fill, sub) if sub else fill)
-        if st is not None and abs(now - st.st_ctime) < seconds:
-            return True
+    files = os.path.join(fill, FILES)
     try:
-        queues = [n for n, kind in c.entries(os.path.join(fill, FILES)) if kind == "dir"][:16]
+        queues = [n for n, kind in c.entries(files) if kind == "dir"][:16]
     except (OSError, QConsoleError):
-        return False
-    for q in queues:
-        for sub in ("", "work"):
-            st = c.lstat(os.path.join(fill, FILES, q, sub) if sub else os.path.join(fill, FILES, q))
-            if st is not None and abs(now - st.st_ctime) < seconds:
-                return True
-    return False
+        queues = []
+    dirs = [fill, files] + [p for q in queues for p in (os.path.join(files, q), os.path.join(files, q, "work"))]
+    return any(_fresh(c.lstat(d), now) for d in dirs)
 
 
 def publish_orphan(root: str, hidden: str, batch: str) -> bool:
