@@ -356,28 +356,9 @@ def create_queue_in(target: str | None, layout: str, queue: str, *, audit_log: s
     if target and layout in KINDS and not is_redis_target(target):  # a Redis namespace is no directory
         cls = backend_class(layout)
         cls.check_new_queue_name(queue)  # nothing is made for a name that will be refused
-        _refuse_other_layout(target, layout)
         made_root = cls.make_target(target)
     ops = Operations(open_target(target, layout), audit_log=audit_log, user_action_source=source)
     return ops, ops.create_queue(queue, made_root=made_root)
-
-
-def _refuse_other_layout(target: str, layout: str) -> None:
-    """An existing root of the other layout is not made into one of ``layout`` (a ddmq.yaml
-    written into a VSQS root hides its queues from every later command and monitor)."""
-    import os
-
-    from ..backends.fs.detect import detect_layout
-    from ..errors import RootError
-
-    if not os.path.isdir(target):
-        return
-    try:
-        found = detect_layout(target)
-    except RootError:
-        return  # empty, or neither layout yet: the new queue decides
-    if found != layout:
-        raise OperationError(f"{target} is a {found} root: not creating a {layout} queue in it (drop --layout)")
 
 
 def parse_duration(text: str) -> float:

@@ -95,10 +95,25 @@ class FileBackend(Backend):
         from . import safety
 
         path = os.path.abspath(target)
+        if os.path.isdir(path):
+            cls._refuse_other_layout(target)
         if os.path.lexists(path):
             return False
         safety.make_root_dir(path)
         return True
+
+    @classmethod
+    def _refuse_other_layout(cls, target: str) -> None:
+        """An existing root of the other layout is not made into one of this (a ddmq.yaml
+        written into a VSQS root hid its queues from every later command and monitor)."""
+        from .detect import detect_layout
+
+        try:
+            found = detect_layout(target)
+        except RootError:
+            return  # empty, or neither layout yet: the new queue decides
+        if found != cls.kind:
+            raise OperationError(f"{target} is a {found} root: not creating a {cls.kind} queue in it (drop --layout)")
 
     def queue_names(self) -> tuple[list[str], list[str]]:
         try:
