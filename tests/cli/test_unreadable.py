@@ -67,3 +67,39 @@ def test_a_queue_that_cannot_be_listed_is_never_changed_by_what_could_be(tmp_pat
     assert len(lines) == 1 and "jobs" in lines[0] and "permission denied" in lines[0].lower(), lines
     assert "Traceback" not in res.stderr
     assert _tree(root) == before  # nothing moved, requeued, trashed or left behind
+
+
+@pytest.mark.parametrize("layout", ["ddmq", "vsqs"])
+def test_a_queue_directory_that_cannot_be_searched_is_a_counted_failure_not_a_blind_spot(tmp_path, layout):
+    """chmod 000 on a whole ddmq queue: its ddmq.yaml cannot even be looked for. ddmq's own
+    check_dir() skips it, and so did qconsole: ``stats`` left it out and ``check`` said OK with
+    the one queue that needed attention missing (bug hunt). It is now a queue row that failed, as
+    a VSQS queue in the same state is, and ``check`` warns."""
+    root, _ = (_ddmq if layout == "ddmq" else _vsqs)(tmp_path)
+    locked = os.path.join(root, "jobs")
+    os.chmod(locked, 0)
+    try:
+        stats = run_qconsole("stats", "--json", root)
+        check = run_qconsole("check", root)
+        ls = run_qconsole("ls", "jobs", "-r", root)
+    finally:
+        os.chmod(locked, 0o755)
+    import json
+
+    doc = json.loads(stats.stdout)
+    rows = {q["name"]: q for q in doc["queues"]}
+    assert "jobs" in rows, doc
+    assert any("permission denied" in e.lower() for e in rows["jobs"]["errors"]), rows["jobs"]
+    assert check.returncode == 1 and check.stdout.startswith("QCONSOLE WARNING"), (check.returncode, check.stdout)
+    assert "jobs" in check.stdout
+    assert ls.returncode == 2 and "permission denied" in ls.stderr.lower() and "not a" not in ls.stderr, ls.stderr
+    assert "Traceback" not in stats.stderr + check.stderr + ls.stderr
+
+
+def test_a_readable_directory_without_ddmq_yaml_is_still_not_a_queue(tmp_path):
+    root, _ = _ddmq(tmp_path)
+    os.makedirs(os.path.join(root, "notes"))  # an operator's directory beside the queues: ddmq ignores it
+    res = run_qconsole("stats", "--json", root)
+    import json
+
+    assert sorted(q["name"] for q in json.loads(res.stdout)["queues"]) == ["jobs", "other"]

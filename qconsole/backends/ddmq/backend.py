@@ -59,7 +59,8 @@ class DdmqBackend(FileBackend):
     )
 
     def is_queue_dir(self, path: str) -> bool:
-        return layout.is_queue_dir(path)
+        # one that cannot be looked into is taken as a queue: reading it then says why it fails
+        return layout.is_queue_dir(path) or layout.ddmq_queue_dir_unknown(path)
 
     def columns_lister(self) -> Any:
         from .columns import list_columns

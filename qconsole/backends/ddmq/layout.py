@@ -18,7 +18,7 @@ from ...model import Message, ListingColumns, QueueScan
 from ...states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 from ...timeunits import ddmq_created
 from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
-from ..fs.detect import DDMQ_CONFIG, DDMQ_WORK, is_ddmq_queue_dir as is_queue_dir
+from ..fs.detect import DDMQ_CONFIG, DDMQ_WORK, ddmq_queue_dir_unknown, is_ddmq_queue_dir as is_queue_dir
 from ..fs.listing import (
     NO_IRREGULAR, QC_TEMP_PREFIX, STREAM_BYTES, ErrorList, all_ascii_digits, gc_paused, is_ascii_digits,
     list_entries, listing, listing_chunks, names_only, os_error_line,
@@ -110,8 +110,8 @@ def list_queue_names(root: str) -> tuple[list[str], list[str]]:
                     continue
                 if not entry.is_dir(follow_symlinks=False):
                     continue
-                if is_queue_dir(name, fd):
-                    names.append(name)
+                if is_queue_dir(name, fd) or ddmq_queue_dir_unknown(name, fd):
+                    names.append(name)  # one that cannot be looked into: a queue row with its read error
                 elif _is_link_at(fd, f"{name}/{WORK}"):
                     errors.append(f"{name}: work/ is a symlink, not followed")
     finally:
