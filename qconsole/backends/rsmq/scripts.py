@@ -147,7 +147,9 @@ redis.call("ZREM", KEYS[4], id)
 return "ok"
 """
 
-#: deleteQueue as rsmq (DEL of the hash and the zset, SREM from QUEUES): KEYS hash, zset, QUEUES;
+#: deleteQueue as rsmq (the hash and the zset, SREM from QUEUES) but by UNLINK, not DEL: a big
+#: queue is freed in the background, not inside the script (DEL of 300k messages held Redis for
+#: 0.2-0.3 s); the emptiness check and the unlinking stay one atomic step. KEYS hash, zset, QUEUES;
 #: -2 (nothing deleted) when a key is not of rsmq's type: a queue named QUEUES (made by another
 #: client) has the QUEUES set as its "zset", and DEL of it would forget every queue
 DELETE_QUEUE = """
@@ -157,7 +159,7 @@ if (ht ~= "hash" and ht ~= "none") or (zt ~= "zset" and zt ~= "none") then retur
 if ARGV[2] ~= "1" and redis.call("ZCARD", KEYS[2]) > 0 then
   return -1
 end
-local n = redis.call("DEL", KEYS[1], KEYS[2])
+local n = redis.call("UNLINK", KEYS[1], KEYS[2])
 redis.call("SREM", KEYS[3], ARGV[1])
 return n
 """
