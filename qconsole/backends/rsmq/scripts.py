@@ -42,6 +42,29 @@ local rc = redis.call("HGET", KEYS[2], id .. ":rc")
 if tonumber(s) ~= tonumber(ARGV[2]) or tonumber(rc or "0") ~= tonumber(ARGV[3]) then return "changed" end
 """
 
+#: totalsent + 1 *before* any other write: Redis does not roll back a script's earlier writes
+#: when a later command fails, and HINCRBY fails on a planted non-integer (or overflowing)
+#: counter. Such a counter refuses the change with one line naming it; nothing is written (a
+#: retry never duplicates). HKEY: the hash; WHAT: what the line says was not done
+_COUNT = """
+local counted = redis.pcall("HINCRBY", HKEY, "totalsent", 1)
+if type(counted) == "table" and counted.err then
+  local v = tostring(redis.call("HGET", HKEY, "totalsent"))
+  return redis.error_reply(HKEY .. " field totalsent holds '" .. _shown(v) .. "', which HINCRBY cannot count up ("
+    .. string.gsub(counted.err, "^ERR ", "") .. "); WHAT. Set it to a whole number (HSET " .. HKEY
+    .. " totalsent 0) and retry")
+end
+"""
+
+#: a stored value for a one-line message: at most 40 characters, nothing but [A-Za-z0-9.+-_:]
+_SHOWN = """
+local function _shown(v)
+  local s = string.gsub(string.sub(v, 1, 40), "[^%w%.%+%-_:]", "?")
+  if #v > 40 then s = s .. "..." end
+  return s
+end
+"""
+
 #: visible now, as changeMessageVisibility with vt 0; one already visible is left where it is
 #: (re-scoring it would only move it back in the delivery order)
 REQUEUE = _CHECK + _NOW + """
@@ -68,23 +91,23 @@ return "ok"
 
 #: move KEYS[1..2] -> KEYS[3..4]: a fresh send into the destination (same id and body, visible
 #: now, its totalsent + 1; the receive count starts again, as SQS's redrive does)
-MOVE = _CHECK + """
+MOVE = _SHOWN + _CHECK + """
 if redis.call("HEXISTS", KEYS[4], "vt") == 0 then return "nodest" end
 if redis.call("ZSCORE", KEYS[3], id) or redis.call("HEXISTS", KEYS[4], id) == 1 then return "exists" end
 local body = redis.call("HGET", KEYS[2], id)
+""" + _COUNT.replace("HKEY", "KEYS[4]").replace("WHAT", "nothing moved") + """
 redis.call("ZREM", KEYS[1], id)
 redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr")
 """ + _NOW + """
 redis.call("ZADD", KEYS[3], now, id)
 if body then redis.call("HSET", KEYS[4], id, body) end
-redis.call("HINCRBY", KEYS[4], "totalsent", 1)
 return "ok"
 """
 
 #: rsmq's sendMessage in one script: the id from Redis TIME (base36 of µs, 10 characters) and the
 #: 22 random characters in ARGV[3]; score now + delay (ARGV[2] ms, "" = the queue's delay);
 #: totalsent + 1; the realtime PUBLISH of the queue's size on ARGV[5] when ARGV[4] == "1"
-PUBLISH = """
+PUBLISH = _SHOWN + """
 local q = redis.call("HMGET", KEYS[2], "vt", "delay", "maxsize")
 if not q[1] or not q[2] or not q[3] then return {"noqueue"} end
 local maxsize = tonumber(q[3])
@@ -103,9 +126,9 @@ local id = b36 .. ARGV[3]
 if redis.call("HEXISTS", KEYS[2], id) == 1 then return {"exists"} end
 local delay
 if ARGV[2] == "" then delay = math.floor((tonumber(q[2]) or 0) * 1000) else delay = tonumber(ARGV[2]) end
+""" + _COUNT.replace("HKEY", "KEYS[2]").replace("WHAT", "nothing published") + """
 redis.call("ZADD", KEYS[1], now + delay, id)
 redis.call("HSET", KEYS[2], id, ARGV[1])
-redis.call("HINCRBY", KEYS[2], "totalsent", 1)
 if ARGV[4] == "1" then redis.call("PUBLISH", ARGV[5], redis.call("ZCARD", KEYS[1])) end
 return {"ok", id}
 """

@@ -220,7 +220,8 @@ def describe_error(err: BaseException) -> str:
         return "login required: give a password (in the URL, ?password_file= or $REDISCLI_AUTH)"
     if "db index is out of range" in low or "invalid db index" in low or "invalid database" in low:
         return "no such database number on this server"
-    if "certificate" in low or "ssl" in low or "tls" in low:
+    if not isinstance(err, rx.ResponseError) and ("certificate" in low or "ssl" in low or "tls" in low):
+        # (a server's error reply may name a key or queue holding these letters: not TLS)
         return f"TLS failed: {text} (give the CA with ?ca=PATH or --ca PATH; --insecure skips the check)"
     if isinstance(err, rx.TimeoutError):
         return f"no answer within {CONNECT_TIMEOUT_S:g} s (is the server up, and is this its port?)"
