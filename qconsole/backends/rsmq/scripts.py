@@ -65,6 +65,19 @@ local function _shown(v)
 end
 """
 
+#: JavaScript's parseInt(v, 10), as Node rsmq reads a queue's stored settings: leading white
+#: space, a sign, then the leading digits ("1e309" -> 1, "12.9" -> 12); nil where it gives NaN
+_PARSEINT = """
+local function _parseint(v)
+  if not v then return nil end
+  local sign, digits = string.match(v, "^%s*([+-]?)(%d+)")
+  if not digits then return nil end
+  local n = tonumber(digits)
+  if sign == "-" then n = -n end
+  return n
+end
+"""
+
 #: visible now, as changeMessageVisibility with vt 0; one already visible is left where it is
 #: (re-scoring it would only move it back in the delivery order)
 REQUEUE = _CHECK + _NOW + """
@@ -107,10 +120,24 @@ return "ok"
 #: rsmq's sendMessage in one script: the id from Redis TIME (base36 of µs, 10 characters) and the
 #: 22 random characters in ARGV[3]; score now + delay (ARGV[2] ms, "" = the queue's delay);
 #: totalsent + 1; the realtime PUBLISH of the queue's size on ARGV[5] when ARGV[4] == "1"
-PUBLISH = _SHOWN + """
+PUBLISH = _SHOWN + _PARSEINT + """
 local q = redis.call("HMGET", KEYS[2], "vt", "delay", "maxsize")
 if not q[1] or not q[2] or not q[3] then return {"noqueue"} end
-local maxsize = tonumber(q[3])
+local delay
+if ARGV[2] == "" then
+  -- the queue's delay, checked as Node's sendMessage checks it (parseInt, 0..9999999 s): a planted
+  -- "nan", "-inf" or "1e309" never makes a message scored nan/-inf/inf that no client delivers
+  local d = _parseint(q[2])
+  if not d or d < 0 or d > 9999999 then
+    return redis.error_reply("the queue's stored delay '" .. _shown(q[2]) .. "' (" .. KEYS[2]
+      .. ") is not a whole number of seconds within rsmq's bounds (0-9999999); nothing published: give --delay")
+  end
+  delay = d * 1000
+else
+  delay = tonumber(ARGV[2])
+end
+-- maxsize as Node reads it (parseInt; NaN: no limit, as Node's `length > NaN` is false)
+local maxsize = _parseint(q[3])
 if maxsize and maxsize ~= -1 and #ARGV[1] > maxsize then return {"toolong", tostring(maxsize)} end
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -124,8 +151,6 @@ while n > 0 do
 end
 local id = b36 .. ARGV[3]
 if redis.call("HEXISTS", KEYS[2], id) == 1 then return {"exists"} end
-local delay
-if ARGV[2] == "" then delay = math.floor((tonumber(q[2]) or 0) * 1000) else delay = tonumber(ARGV[2]) end
 """ + _COUNT.replace("HKEY", "KEYS[2]").replace("WHAT", "nothing published") + """
 redis.call("ZADD", KEYS[1], now + delay, id)
 redis.call("HSET", KEYS[2], id, ARGV[1])
