@@ -42,12 +42,17 @@ _LABEL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 
 
 def _perf_label(name: str) -> str:
-    # perfdata labels: no quotes or '=', keep it to a safe charset
+    """A perfdata label for the queue: the name itself when it holds only safe characters;
+    otherwise the name made safe plus ``~`` and a hash of the real name. Graphing tools keep
+    one series per label, so ``a b`` and ``a_b`` must not both be ``a_b`` (one queue's figures
+    overwrote the other's); ``~`` is never in a label kept as it is, so no two queues share one."""
     if _LABEL_CHARS.issuperset(name):  # the usual name, without importing re
         return name
     import re
+    import zlib
 
-    return re.sub(r"[^A-Za-z0-9_.:-]", "_", name)
+    raw = name.encode("utf-8", "surrogateescape")
+    return re.sub(r"[^A-Za-z0-9_.:-]", "_", name) + f"~{zlib.crc32(raw):08x}"
 
 
 def _text_name(name: str) -> str:
