@@ -208,3 +208,45 @@ def test_another_hosts_purge_is_alive_while_messages_move_into_its_batch(tmp_pat
     assert trash.orphaned_fills(root) == []
     time.sleep(1.2)  # then nothing for longer than the grace: the purge is taken for dead
     assert trash.orphaned_fills(root) == [(os.path.basename(fill), "20261126T000000-abcdef")]
+
+
+def test_a_restore_is_reported_and_audited_by_where_the_files_went_not_the_manifests_word(tmp_path):
+    """An edited manifest said queue ``other``; the files went back to ``jobs`` (by their
+    ``files/jobs/`` directory), but the summary, the audit log and the console's undo question
+    named ``other`` (review)."""
+    root = _vsqs_root(tmp_path)
+    os.makedirs(os.path.join(root, "other"))
+    assert _run("purge", "jobs", "--yes", "-r", root).returncode == 0
+    trash = os.path.join(root, ".qconsole", "trash")
+    batch = os.listdir(trash)[0]
+    path = os.path.join(trash, batch, "manifest.json")
+    with open(path) as fh:
+        doc = json.load(fh)
+    doc["queue"] = "other"
+    with open(path, "w") as fh:
+        json.dump(doc, fh)
+    listed = _run("trash", "list", "-r", root)
+    row = next(line.split() for line in listed.stdout.splitlines() if line.startswith(batch))
+    assert "jobs" in row and "other" not in row, listed.stdout
+    res = _run("trash", "restore", "-r", root)
+    assert res.returncode == 0 and res.stdout.startswith("trash restore jobs: 3 done"), (res.stdout, res.stderr)
+    assert len(os.listdir(os.path.join(root, "jobs"))) == 3 and not os.listdir(os.path.join(root, "other"))
+    with open(os.path.join(root, ".qconsole", "audit.log")) as fh:
+        last = json.loads(fh.read().splitlines()[-1])
+    assert last["action"] == "trash restore" and last["queue"] == "jobs", last
+
+
+def test_a_batch_whose_files_lie_under_two_queues_names_no_single_queue(tmp_path):
+    root = _vsqs_root(tmp_path)
+    os.makedirs(os.path.join(root, "other"))
+    assert _run("purge", "jobs", "--yes", "-r", root).returncode == 0
+    trash = os.path.join(root, ".qconsole", "trash")
+    batch = os.listdir(trash)[0]
+    extra = os.path.join(trash, batch, "files", "other")
+    os.makedirs(extra)
+    with open(os.path.join(extra, str(1_700_000_000_000_999)), "w") as fh:
+        fh.write("planted")
+    res = _run("trash", "restore", "-r", root)
+    assert res.returncode == 0, res.stderr
+    assert not res.stdout.startswith("trash restore jobs") and not res.stdout.startswith("trash restore other"), res.stdout
+    assert len(os.listdir(os.path.join(root, "jobs"))) == 3 and len(os.listdir(os.path.join(root, "other"))) == 1

@@ -428,8 +428,7 @@ class FileBackend(Backend):
         from . import trash
 
         name = trash.require_batch(self.path, batch)
-        queue = trash.read_batch_manifest(self.path, name).get("queue")
-        return name, queue if isinstance(queue, str) and len(queue) < 256 else None
+        return name, trash.batch_queue(self.path, name)
 
     def trash_restore(self, batch: str) -> tuple[list[str], list[tuple[str, str]]]:
         from . import trash

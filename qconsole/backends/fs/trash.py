@@ -188,16 +188,31 @@ def batch_names(c: safety.Confined) -> list[str]:
     return sorted(n for n, kind in entries if kind == "dir" and BATCH_RE.fullmatch(n))
 
 
+def _queue_of(doc: dict[str, Any], files: list[tuple[str, str]]) -> str | None:
+    """The queue a batch's files go back to: the one ``files/<queue>/`` directory that holds
+    them (what a restore goes by), never the manifest's word for it, which anyone who can write
+    the root can change (a restore into ``a`` was reported and audited as one into ``b``). None
+    when the files lie under several queues; the manifest's queue only for a batch with no files."""
+    queues = {q for q, _rel in files}
+    if len(queues) > 1:
+        return None
+    queue = next(iter(queues)) if queues else doc.get("queue")
+    return queue if isinstance(queue, str) and 0 < len(queue) < 256 else None
+
+
+def batch_queue(root: str, batch: str) -> str | None:
+    with safety.Confined(root) as c:
+        return _queue_of(read_manifest(c, batch), _files(c, batch, ordered=False))
+
+
 def list_batches(root: str) -> list[TrashBatch]:
     out = []
     with safety.Confined(root) as c:
         for b in batch_names(c):
             doc = read_manifest(c, b)
             files = _files(c, b)
-            queue = doc.get("queue")
-            out.append(TrashBatch(b, created_at(b, doc), str(doc.get("action", "?"))[:40],
-                                  queue if isinstance(queue, str) else None, len(files),
-                                  str(doc.get("user", ""))[:64], [r for _q, r in files]))
+            out.append(TrashBatch(b, created_at(b, doc), str(doc.get("action", "?"))[:40], _queue_of(doc, files),
+                                  len(files), str(doc.get("user", ""))[:64], [r for _q, r in files]))
     return out
 
 
@@ -468,11 +483,6 @@ def require_batch(root: str, batch: str | None) -> str:
     if not isinstance(batch, str) or not BATCH_RE.fullmatch(batch) or batch not in names:
         raise OperationError(f"no trash batch {batch!r} (see qconsole trash list)")
     return batch
-
-
-def read_batch_manifest(root: str, batch: str) -> dict[str, Any]:
-    with safety.Confined(root) as c:
-        return read_manifest(c, batch)
 
 
 def orphaned_fills(root: str, *, force: bool = False) -> list[tuple[str, str]]:
