@@ -34,6 +34,10 @@ _report = changes.report
 Progress = changes.Progress
 
 
+#: characters of an unparsable audit line shown (``--json`` gives it whole)
+RAW_SHOWN = 200
+
+
 def _confirm(question: str, yes: bool) -> None:
     if yes:
         return
@@ -395,7 +399,8 @@ def audit(
         return
     for r in records:
         if "raw" in r:
-            _say(f"(unparsable) {r['raw']}")
+            raw = r["raw"]  # a planted line can be a megabyte: a screenful of it tells nothing more
+            _say(f"(unparsable) {raw if len(raw) <= RAW_SHOWN else raw[:RAW_SHOWN] + f'… ({len(raw)} characters)'}")
             continue
         what = _audit_what(r)
         extra = f" -> {r['dest']}" if r.get("dest") else ""

@@ -67,7 +67,9 @@ def append(path: str, doc: dict[str, Any], root: str | None = None) -> None:
     if inside is not None:  # by where it really is: a link on the way, a relative path, are no way round
         safety.append_line_confined(inside[0], inside[1], line)
     else:
-        safety.append_line(os.path.abspath(path), line, follow=True, make_dirs=True)
+        # only the operator's own state directory is made; a mistyped --audit-log directory is not
+        where = os.path.abspath(path)
+        safety.append_line(where, line, follow=True, make_dirs=os.path.dirname(where) == os.path.abspath(state_home()))
 
 
 def spare_path(root: str | None, path: str) -> str | None:

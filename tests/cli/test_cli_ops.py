@@ -311,3 +311,22 @@ def test_create_refuses_to_make_a_root_in_read_only_mode(tmp_path):
     res = run("create", "jobs", "--layout", "ddmq", "-r", root, "--read-only")
     assert res.exit_code == 2
     assert not os.path.exists(root)
+
+
+def test_an_explicit_audit_log_in_a_missing_directory_makes_no_directories(droot, tmp_path):
+    """``--audit-log /nonexist/x/y`` made /nonexist/x (mkdir -p) outside any root (review): only
+    the operator's own state directory is made; a mistyped one gets the warning instead."""
+    log = tmp_path / "nonexist" / "x" / "y"
+    res = run("publish", "jobs", "x", "-r", droot, "--audit-log", str(log))
+    assert res.exit_code == 0 and "audit log" in res.output and "No such file or directory" in res.output
+    assert not (tmp_path / "nonexist").exists()
+
+
+def test_audit_shows_a_head_of_an_unparsable_line_not_the_whole_megabyte(droot):
+    run("publish", "jobs", "x", "-r", droot)
+    with open(os.path.join(droot, ".qconsole", "audit.log"), "a") as fh:
+        fh.write("[" * 500_000 + "\n")
+    out = run("audit", "-r", droot).output
+    line = next(x for x in out.splitlines() if x.startswith("(unparsable)"))
+    assert len(line) < 300 and "500000 characters" in line, line[:400]
+    assert any("publish" in x for x in out.splitlines())
