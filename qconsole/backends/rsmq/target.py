@@ -195,8 +195,14 @@ def connect(target: Target) -> Any:
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
+    from .bounded import bounded_class
+
     # no retries: an unreachable server is one line within the timeouts, not after minutes
     client = redis.Redis(retry=Retry(NoBackoff(), 0), **target.kwargs)
+    # every connection of this client holds each reply to a deadline and size bounds (bounded.py):
+    # a peer that trickles bytes or sends an endless line is one line, not a hang
+    pool = client.connection_pool
+    pool.connection_class = bounded_class(pool.connection_class)
     try:
         client.ping()
     except Exception as err:  # noqa: BLE001 (every failure to connect is one line, exit 2)
@@ -211,6 +217,10 @@ def describe_error(err: BaseException) -> str:
 
     text = str(err).strip().splitlines()[0] if str(err).strip() else err.__class__.__name__
     low = text.lower()
+    from .bounded import ReplyRefused, ReplyTimeout
+
+    if isinstance(err, (ReplyRefused, ReplyTimeout)):
+        return text  # a bound of bounded.py: says which, and its own deadline
     if isinstance(err, rx.AuthenticationError) or "wrongpass" in low or "invalid password" in low \
             or "invalid username-password" in low:
         return "login refused (wrong user or password)"
@@ -224,7 +234,9 @@ def describe_error(err: BaseException) -> str:
         # (a server's error reply may name a key or queue holding these letters: not TLS)
         return f"TLS failed: {text} (give the CA with ?ca=PATH or --ca PATH; --insecure skips the check)"
     if isinstance(err, rx.TimeoutError):
-        return f"no answer within {CONNECT_TIMEOUT_S:g} s (is the server up, and is this its port?)"
+        if "connecting" in low:
+            return f"no answer within {CONNECT_TIMEOUT_S:g} s (is the server up, and is this its port?)"
+        return f"no answer within {SOCKET_TIMEOUT_S:g} s (is the server up, and is this its port?)"
     if isinstance(err, rx.ConnectionError):
         return f"cannot connect: {text}"
     if isinstance(err, rx.NoPermissionError) or "noperm" in low or "no permissions" in low:
