@@ -58,6 +58,10 @@ def report_location(text: str, backend: Any = None) -> str:
         name = user.partition(":")[0]
         os.environ["REDISCLI_AUTH"] = unquote(parts.password)  # as the URL said: it wins here too
         netloc = (f"{name}@" if name else "") + host
+    elif parts.username and "password_file=" not in parts.query and not os.environ.get("REDISCLI_AUTH"):
+        # redis://NAME@host: NAME is the password (as redis-cli and target.parse read it)
+        os.environ["REDISCLI_AUTH"] = unquote(parts.username)
+        netloc = netloc.rpartition("@")[2]
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 

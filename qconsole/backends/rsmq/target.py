@@ -83,15 +83,21 @@ def _read_password_file(path: str) -> str:
 def parse(text: str, *, environ: dict[str, str] | None = None) -> Target:
     """A :class:`Target` from the URL an operator typed, or RootError (one line, no password)."""
     env = os.environ if environ is None else environ
+    unreadable = ("bad redis target: cannot read user, password, host and port from it (%-encode a / ? # @ "
+                  "or % in the user or password: %2F %3F %23 %40 %25)")
     try:
         parts = urlsplit(text)
         port = parts.port
-    except ValueError as err:
-        # never echo the URL itself: it may hold the password
-        raise RootError(f"bad redis target: {err}") from None
+    except ValueError:
+        # never echo urlsplit's error: it quotes the netloc, where the password is
+        raise RootError(unreadable) from None
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
         raise RootError(f"bad redis target: scheme must be redis://, rediss:// or unix://, not {scheme}://")
+    if scheme != "unix" and "@" in text.partition("://")[2][len(parts.netloc):]:
+        # an unencoded / ? or # in the password ends the host part early: the rest of the
+        # password would be read as a port, path or query (and shown), or the host as a fragment
+        raise RootError(unreadable)
     params = parse_qs(parts.query, keep_blank_values=True)
     unknown = sorted(set(params) - set(KNOWN_PARAMS))
     if unknown:
@@ -109,6 +115,13 @@ def parse(text: str, *, environ: dict[str, str] | None = None) -> Target:
         password = _read_password_file(pw_file)
     if password is None and env.get("REDISCLI_AUTH"):
         password = env["REDISCLI_AUTH"]
+    # redis-cli (and Redis's one-argument AUTH) read redis://NAME@host as the password: so does
+    # this, unless a password comes by ?password_file= or $REDISCLI_AUTH (then NAME is the ACL
+    # user). NAME is shown only beside ?password_file= in the same URL: with $REDISCLI_AUTH it
+    # may be redis-cli's form typed out of habit (redis-cli then ignores the variable)
+    show_user = parts.password is not None or bool(pw_file)
+    if user and password is None:
+        user, password = None, user
     kwargs: dict[str, Any] = {
         "socket_connect_timeout": CONNECT_TIMEOUT_S,
         "socket_timeout": SOCKET_TIMEOUT_S,
@@ -147,7 +160,7 @@ def parse(text: str, *, environ: dict[str, str] | None = None) -> Target:
         kwargs.update(_tls_kwargs(params, env))
     elif any(_one(params, k) for k in ("ca", "cert", "key")):
         raise RootError(f"redis target: ?ca=/?cert=/?key= need rediss:// (TLS), not {scheme}://")
-    login = f"{quote(user, safe='')}@" if user else ""
+    login = f"{quote(user, safe='')}@" if user and show_user else ""
     query = [f"ns={quote(ns, safe='')}"] if ns != DEFAULT_NS else []
     db = kwargs.get("db")
     if scheme == "unix":
