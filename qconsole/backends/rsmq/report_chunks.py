@@ -76,10 +76,31 @@ def _backend(location: str) -> Any:
     return backend
 
 
+def _error_row(queue: str, error: str) -> tuple:
+    """The one row (COLUMNS order) of a queue or rank range that could not be read."""
+    return (queue, "rsmq", None, None, ".", None, None, None, None, None, None, None, None, error)
+
+
 def list_chunks(store: str, location: str, queue: str, now: float, size: int) -> Iterator[dict[str, Any]]:
-    """ZCARD of the queue's sorted set, then one descriptor per ``size`` ranks."""
+    """ZCARD of the queue's sorted set, then one descriptor per ``size`` ranks. A queue whose
+    keys are not of the types rsmq writes (anyone can SET them), or that cannot be read, is one
+    error row, as ``stats`` makes it a per-queue error: the rest of the namespace is reported."""
+    from ...errors import RootError
+
     backend = _backend(location)
-    total = int(backend._call(backend.client.zcard, backend.zkey(queue)))
+    zkey, hkey = backend.zkey(queue), backend.hkey(queue)
+    try:
+        pipe = backend._pipe()
+        pipe.type(zkey)
+        pipe.type(hkey)
+        ztype, htype = (_type(t) for t in backend._call(pipe.execute))
+        if ztype not in ("zset", "none") or htype not in ("hash", "none"):
+            raise RootError(f"{hkey} or {zkey} is not of the type rsmq writes; not read")
+        total = int(backend._call(backend.client.zcard, zkey))
+    except RootError as err:
+        yield {"store": store, "location": location, "queue": queue, "now": now, "seq": 0, "files": 1,
+               "items": {"rows": [_error_row(queue, str(err) or "cannot read the queue")]}}
+        return
     for seq, start in enumerate(range(0, total, size)):
         stop = min(start + size, total) - 1
         yield {"store": store, "location": location, "queue": queue, "now": now, "seq": seq,
@@ -104,8 +125,25 @@ def _state(score: float, rc: int, now_ms: int) -> str:
     return INFLIGHT if rc else DELAYED
 
 
+def _type(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def read_chunk(chunk: dict[str, Any]) -> list[list[Any]]:
-    """The inventory columns (COLUMNS order, times in µs) of one rank range."""
+    """The inventory columns (COLUMNS order, times in µs) of one rank range; a range whose keys
+    turned unreadable since the listing (replaced by another type) is one error row."""
+    from ...errors import RootError
+
+    if "rows" in chunk["items"]:
+        return [list(col) for col in zip(*chunk["items"]["rows"])]
+    try:
+        return _read_ranks(chunk)
+    except RootError as err:
+        start, stop = chunk["items"]["ranks"]
+        return [[v] for v in _error_row(chunk["queue"], f"ranks {start}-{stop}: {err or 'cannot be read'}")]
+
+
+def _read_ranks(chunk: dict[str, Any]) -> list[list[Any]]:
     from .backend import _int, _s, id_time, not_an_id
 
     backend = _backend(chunk["location"])
