@@ -86,6 +86,21 @@ def metadata_renderable(msg: Message, payload: Payload, now: float) -> Renderabl
     return grid
 
 
+#: the longest id kept in a default file name (a name is at most 255 bytes)
+SAVE_NAME_MAX = 96
+
+
+def save_name(ident: str) -> str:
+    """The save dialog's default: a plain file name in the current directory made from the id.
+    Ids are the store's (RSMQ's are any bytes): separators, ``..`` and control characters (an
+    input box shows its value raw: ESC would reach the terminal) become ``_``."""
+    name = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "_" for ch in ident)
+    while ".." in name:
+        name = name.replace("..", "_")
+    name = name[:SAVE_NAME_MAX].strip(".")  # (no hidden file, no `..` before `.payload`)
+    return f"{name or 'message'}.payload"
+
+
 class PeekScreen(Screen["str | None"]):
     """Metadata on the left, the capped payload on the right; n/b walk the list without going back."""
 
@@ -208,7 +223,7 @@ class PeekScreen(Screen["str | None"]):
         self._read_worker(self.msg, self.cap)
 
     def action_save(self) -> None:
-        default = f"{self.msg.id}.payload"
+        default = save_name(self.msg.id)
 
         def chosen(path: str | None) -> None:
             if path:  # ~ as a shell takes it; a relative path from where the console was started

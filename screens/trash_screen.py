@@ -89,8 +89,11 @@ class TrashScreen(Screen[None]):
             if len(held) + len(more) > HOLDS_W:
                 held = held[: HOLDS_W - len(more) - 1] + "…"
             held += more
-            table.add_row(humanize.clock(b.created_at), b.action, short_name(b.queue or "-", QUEUE_W),
-                          Text(str(b.count), justify="right"), held, key=b.batch)
+            # Text cells: a plain str cell is parsed as markup by the table (`x[/]y` crashed it,
+            # `[reverse]` styled the row); the store's names are shown as they are, escaped
+            table.add_row(Text(humanize.clock(b.created_at)), Text(safe_name(str(b.action))),
+                          Text(short_name(b.queue or "-", QUEUE_W)), Text(str(b.count), justify="right"),
+                          Text(held), key=b.batch)
         status = self.query_one("#tstatus", Static)
         if event.error:
             status.update(Text(safe_name(event.error), style="red"))
