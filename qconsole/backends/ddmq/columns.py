@@ -66,6 +66,19 @@ class _Acc:
         self.errors = ErrorList()
         #: the ready names' ids' hashes (a full listing: to find one id in two waiting names)
         self.id_hashes: array | None = array("q") if track_ids else None
+        #: names with ddmq's marker that a relisting's typed listing found not to be regular files
+        self.not_files: set[str] = set()
+
+    def drop_not_files(self, ready: list[str]) -> list[str]:
+        """``ready`` without the names :attr:`not_files` holds (counted foreign, said): a name a
+        listing before took as a message may have been replaced by a FIFO, a link or a directory."""
+        gone = self.not_files.intersection(ready) if self.not_files else ()
+        if not gone:
+            return ready
+        for fname in sorted(gone):
+            self.foreign += 1
+            self.errors.add(f"{fname}: named like a message but not a regular file")
+        return list(compress(ready, map(not_, map(gone.__contains__, ready))))
 
     def take(self, names: list[str], irregular: frozenset[str] | set[str]) -> list[str]:
         """Sort one chunk's names out (as ``scan_queue`` does); returns its ready names (unsorted)."""
@@ -218,8 +231,11 @@ def _head_and_tail(qdir: str, base: list[str], acc: _Acc, bound: str | None = No
     n_below = listed = 0
     above: list[str] = []
     rest: list[str] = []
-    # the listing read a chunk at a time and dropped as it goes: only what is new stays
-    for part, _irregular in listing_chunks(qdir, False, sn.CHUNK):
+    # the listing read a chunk at a time and dropped as it goes: only what is new stays. Typed
+    # (from the entry, no stat): a kept name may now be a FIFO, a link or a directory
+    for part, irregular in listing_chunks(qdir, True, sn.CHUNK):
+        if irregular:
+            acc.not_files.update(filter(_HAS_MARKER, irregular))
         sn.pause()  # each step a few ms of C, so the screen gets its turns
         flags = list(map(_HAS_MARKER, part))
         marked = part if all(flags) else list(compress(part, flags))
@@ -248,8 +264,8 @@ def _head_and_tail(qdir: str, base: list[str], acc: _Acc, bound: str | None = No
     seen.difference_update(known)
     names = rest + sorted(seen)
     new = acc.take(names, sn.lstat_irregular(qdir, names))
-    kept = base[k:j]
-    kept += sorted(known + new)
+    kept = acc.drop_not_files(base[k:j])
+    kept += sorted(acc.drop_not_files(known) + new)
     return kept, new
 
 
@@ -288,6 +304,7 @@ def list_columns(root: str, name: str, now: float | None = None, *, previous: Me
                 ready, new = quick
             else:  # names below the last came or went: each listed name looked up
                 ready, others, _listed = sn.relist_by_lookup(qdir, base, _HAS_MARKER)
+                ready = acc.drop_not_files(ready)  # (what the typed listing just before found)
                 others = sorted(set(others))  # (a name listed twice: renamed back and forth meanwhile)
                 new = acc.take(others, sn.lstat_irregular(qdir, others))
                 new.sort()

@@ -51,6 +51,19 @@ class _Acc:
         self.widths: set[int] = set()
         self.errors = ErrorList()
         self.listed = 0
+        #: names like an id that a relisting's typed listing found not to be regular files
+        self.not_files: set[str] = set()
+
+    def drop_not_files(self, ready: list[str]) -> list[str]:
+        """``ready`` without the ids :attr:`not_files` names (counted foreign, said): a name a
+        listing before took as a message may have been replaced by a FIFO, a link or a directory."""
+        gone = self.not_files.intersection(ready) if self.not_files else ()
+        if not gone:
+            return ready
+        for fname in sorted(gone):
+            self.foreign += 1
+            self.errors.add(f"{fname}: named like a message but not a regular file")
+        return [m for m in ready if m not in gone]
 
     def take(self, names: list[str], irregular: frozenset[str] | set[str]) -> list[str]:
         """Sort one chunk's names out; returns its ready ids (unsorted)."""
@@ -160,7 +173,7 @@ def _order(ready: list[str], widths: set[int]) -> list[str]:
 
 
 def _head_and_tail(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
-                   previous_sums: Callable[[list[str]], array | None]) -> tuple[list[str], array] | None:
+                   previous_sums: Callable[[list[str]], array | None]) -> tuple[list[str], array] | list[str] | None:
     """The usual change of a live queue without a set of a million names: consumers took
     ready ids from the head, producers added ids after the last one. Holds when the ready ids
     listed are exactly ``base`` from the smallest one listed on, plus ids above ``base``'s
@@ -179,9 +192,12 @@ def _head_and_tail(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
     widths: set[int] = set()
     tail: list[str] = []
     rest: list[str] = []
-    # the listing read a chunk at a time and dropped as it goes: only what is new stays
-    for part, _irregular in listing_chunks(qdir, False, sn.CHUNK):
+    # the listing read a chunk at a time and dropped as it goes: only what is new stays. Typed
+    # (from the entry, no stat): a kept name may now be a FIFO, a link or a directory
+    for part, irregular in listing_chunks(qdir, True, sn.CHUNK):
         n_names += len(part)
+        if irregular:
+            acc.not_files.update(filter(str.isdigit, irregular))
         _yield()  # each step a few ms of C, so the screen gets its turns
         digits = list(filter(str.isdigit, part))
         if len(digits) != len(part):
@@ -204,6 +220,9 @@ def _head_and_tail(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
         return None
     kept = base[k:]
     kept_sums = sums[k:]
+    if acc.not_files and not acc.not_files.isdisjoint(kept):
+        kept_sums = None  # (made again from what stays)
+        kept = acc.drop_not_files(kept)
     acc.listed = n_names
     irregular = _lstat_irregular(qdir, [n for n in rest if n not in held_before] + tail)
     acc.widths.add(width)
@@ -216,23 +235,25 @@ def _head_and_tail(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
             tail = [n for n in tail if n not in irregular]
         tail.sort()
         kept += tail
-        kept_sums.extend(_running(tail, sums[-1])[1:])
-    return kept, kept_sums
+        if kept_sums is not None:
+            kept_sums.extend(_running(tail, sums[-1])[1:])
+    return kept if kept_sums is None else (kept, kept_sums)
 
 
 def _by_difference(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
                    previous_sums: Callable[[list[str]], array | None]) -> list[str] | tuple[list[str], array]:
     """The sorted ready ids of ``qdir`` now, from ``base`` (the sorted ready ids of the last
     listing): the ids still there keep their order and their string objects, only the names
-    that were not ready before are sorted out and merged in. One plain listing (no entry
-    types: an entry that is not a regular file can only be new, and new names are checked
-    with lstat), every bulk step in chunks."""
+    that were not ready before are sorted out and merged in (new names are checked with
+    lstat; a kept one replaced by a FIFO, a link or a directory is found by the typed
+    listing of the head-and-tail check), every bulk step in chunks."""
     quick = _head_and_tail(qdir, base, held_before, acc, previous_sums)
     if quick is not None:
         return quick
     acc.widths.update({len(base[0]), len(base[-1])} if base else ())
     # what is not in base: new ids, and the held/writing/foreign names
     ready, acc.listed = sn.relist_by_sets(qdir, base, held_before, acc.take)
+    ready = acc.drop_not_files(ready)  # (what the typed listing just before found)
     if len(acc.widths) > 1:
         ready.sort(key=int)
     return ready
