@@ -83,11 +83,32 @@ def countdown(msg: Message, now: float) -> tuple[str, str]:
         return "", ""
     left = msg.deadline - now
     if msg.state == DELAYED:
-        return (humanize.duration(math.ceil(left)), "") if left > 0 else ("", "")
+        return (fit_duration(math.ceil(left), EXP_W), "") if left > 0 else ("", "")
     if left <= 0:
-        return f"{humanize.duration(math.floor(-left))} ago", "expired"
+        ago = humanize.duration(math.floor(-left))
+        # `15m04s ago` is 10 cells: a longer one is written `-15m04s` (the column never overflows)
+        text = f"{ago} ago" if len(ago) + 4 <= EXP_W else "-" + fit_duration(math.floor(-left), EXP_W - 1)
+        return text, "expired"
     level = "danger" if left <= DANGER_S else "warn" if left <= WARN_S else ""
-    return humanize.duration(math.ceil(left)), level
+    return fit_duration(math.ceil(left), EXP_W), level
+
+
+def fit_duration(seconds: float | None, width: int) -> str:
+    """:func:`humanize.duration` in at most ``width`` cells: its larger unit alone when the
+    two do not fit (``365d04h`` -> ``365d``, a planted ``-19y002d`` -> ``-19y``), else cut."""
+    text = humanize.duration(seconds)
+    if len(text) <= width:
+        return text
+    for i, ch in enumerate(text):
+        if ch.isalpha():
+            text = text[: i + 1]
+            break
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def fit_cell(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells (a planted priority or count is cut, never pushes the row)."""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
 def shown_state(msg: Message, now: float) -> str:
@@ -184,9 +205,13 @@ class MessageList(ScrollView, can_focus=True):
             self.messages = messages
 
     def __init__(self, clock: Callable[[], float], *, priorities: bool = True, redeliveries: bool = False,
-                 id: str | None = None) -> None:  # noqa: A002
+                 expired_in_line: bool = False, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self.clock = clock
+        #: an expired message is back in line (RSMQ: visible again, taken by its score), so numbered
+        self.expired_in_line = expired_in_line
+        #: the rows are a listing under way: no delivery positions (``~``), no marks by range
+        self.provisional = False
         #: the rows, as columns (a Message is made only for a row drawn or acted on)
         self.messages: MessageColumns = MessageColumns.empty("")
         self.marked: set[str] = set()
@@ -355,13 +380,16 @@ class MessageList(ScrollView, can_focus=True):
         # the cursor stays visible when the list gets shorter
         self.cursor = self.cursor
 
-    def _place(self, msg: Message) -> str:
-        """A view's ready row numbered in the whole queue; ``-`` unless that row is this
-        message, ready (received meanwhile, it is not in line any more)."""
+    def _place(self, msg: Message, now: float) -> str:
+        """A view's row in line numbered in the whole queue; ``-`` unless that row is this
+        message, in line (received meanwhile, it is not in line any more)."""
         whole, i = self.numbered_by, self._places.get(msg.id)
-        if whole is None or i is None or not 0 <= i < len(whole) or whole.ids[i] != msg.id \
-                or whole.states[i] != _READY_CODE:
+        if whole is None or i is None or not 0 <= i < len(whole) or whole.ids[i] != msg.id:
             return "-"
+        if whole.states[i] != _READY_CODE:
+            there = shown_state(whole.message(i), now)
+            if not (there == READY or (there == EXPIRED and self.expired_in_line)):
+                return "-"
         return position_text(i + 1)
 
     # -- drawing ------------------------------------------------------------------------
@@ -378,10 +406,15 @@ class MessageList(ScrollView, can_focus=True):
         state = shown_state(msg, now)
         marked = msg.id in self.marked
         mark = "●" if marked else " "
-        pos = position_text(index + 1) if msg.state == READY else "-"
-        if self.numbered_by is not None and msg.state == READY:
-            pos = self._place(msg)
-        age = humanize.duration(now - msg.created_at) if msg.created_at is not None else "-"
+        # in line: ready, or (RSMQ) visible again after its receive's timeout, where the next
+        # receive takes it by its score like a ready one (a due delayed one is shown ready)
+        in_line = state == READY or (state == EXPIRED and self.expired_in_line)
+        pos = position_text(index + 1) if in_line else "-"
+        if self.numbered_by is not None and in_line:
+            pos = self._place(msg, now)
+        if self.provisional and in_line:
+            pos = "~"  # a listing under way: the rows so far are not the queue's first ones
+        age = fit_duration(now - msg.created_at, AGE_W) if msg.created_at is not None else "-"
         left, level = countdown(msg, now)
         det = self.details.get(msg.id) if cols.wants_details else None
         if det is not None and det.seen != seen_as(msg):
@@ -419,13 +452,13 @@ class MessageList(ScrollView, can_focus=True):
             Segment(f" {ident:<{cols.id_w}}", mark_style),
         ]
         if cols.prio:
-            prio = msg.priority_text if msg.priority_text is not None else ""
+            prio = fit_cell(safe_name(msg.priority_text), PRIO_W) if msg.priority_text is not None else ""
             segments.append(Segment(f" {prio:>{PRIO_W}}", row_style))
         segments.append(Segment(f" {age:>{AGE_W}} ", row_style))
         segments.append(Segment(f"{left:>{EXP_W}}", row_style + COUNTDOWN_STYLE[level] if left else row_style))
         if cols.wants_details:
             if cols.rd:
-                rd = "" if det is None or det.redeliveries is None else str(det.redeliveries)
+                rd = "" if det is None or det.redeliveries is None else fit_cell(str(det.redeliveries), RD_W)
                 rd_style = row_style + Style(color="red", bold=True) if rd not in ("", "0") else row_style
                 segments.append(Segment(f" {rd:>{RD_W}}", rd_style))
             if cols.size:

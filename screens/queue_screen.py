@@ -25,7 +25,7 @@ from qconsole.output import humanize
 from qconsole.payload import BINARY, JSON, Payload
 from qconsole.safetext import escape_controls, safe_name
 from qconsole.search import SEARCH_CAP, matches_without_payload, payload_matches
-from qconsole.states import DELAYED, EXPIRED, INFLIGHT, READY
+from qconsole.states import DELAYED, EXPIRED, INFLIGHT, READY, RSMQ
 
 from .dialogs import ConfirmScreen, PickQueueScreen, TypedConfirmScreen
 from .peek_screen import PeekScreen
@@ -51,6 +51,11 @@ RESCAN_MAX_S = 12.0
 TRIM_AFTER = 100_000
 #: changes are refused while these key actions are asked for in read-only mode
 MUTATING_ACTIONS = frozenset({"requeue", "requeue_expired", "delete", "move", "publish", "purge", "undo"})
+
+
+def unreadable(scan: QueueScan | None) -> bool:
+    """A scan that read nothing because of its errors (the root screen shows ``?`` for it)."""
+    return scan is not None and bool(scan.errors) and scan.total == 0
 
 
 def details_of(payload: Payload) -> Details:
@@ -79,7 +84,7 @@ class QueueScreen(Screen[None]):
         Binding("m", "move", "Move", id="queue.move"),
         Binding("P", "purge", "Purge", id="queue.purge"),
         Binding("slash", "search", "Search", id="queue.search", priority=True),
-        Binding("escape", "back", "Back", id="queue.back"),
+        Binding("escape,q", "back", "Back", id="queue.back"),
         # not in the footer (80 columns hold the rest); `?` and the palette list them
         Binding("R", "requeue_expired", "Requeue every expired", show=False, id="queue.requeue_expired"),
         Binding("u", "undo", "Undo last delete/purge", show=False, id="queue.undo"),
@@ -97,9 +102,11 @@ class QueueScreen(Screen[None]):
 
     class Loaded(TMessage):
         def __init__(self, listing: MessageColumns | None, error: str | None, resume_gc: bool = False,
-                     cpu_s: float = 0.0, unchanged: bool = False) -> None:
+                     cpu_s: float = 0.0, unchanged: bool = False, scanned_at: float | None = None) -> None:
             super().__init__()
             self.listing = listing
+            #: when this pass looked (an unchanged listing keeps its own, older, scan time)
+            self.scanned_at = scanned_at
             self.error = error
             #: the worker paused the garbage collector: resume it once the list is painted
             self.resume_gc = resume_gc
@@ -135,6 +142,8 @@ class QueueScreen(Screen[None]):
         self.qroot = root
         self.queue = queue
         self.scan: QueueScan | None = None
+        #: when the queue was last looked at (a pass that found it unchanged counts too)
+        self.scanned_at: float | None = None
         #: the root screen's last counts, shown until the full listing arrives
         self.counts = counts
         self.error: str | None = None
@@ -160,6 +169,8 @@ class QueueScreen(Screen[None]):
         self.view_progress: tuple[int, int, bool] = (0, 0, True)
         self._view_token = 0
         self._view_cancel = threading.Event()
+        #: (keep, cap) of a view opened on a listing under way: run again on the complete one
+        self._view_redo: tuple[Callable[[Message, Callable[[], Payload | None]], bool], int] | None = None
 
     @property
     def qapp(self):  # noqa: ANN201
@@ -170,7 +181,8 @@ class QueueScreen(Screen[None]):
         yield Static(id="qtitle")
         yield Static(id="qheader")
         yield MessageList(self.qapp.clock, priorities=self.qroot.can(PRIORITIES),
-                          redeliveries=self.qroot.can(REDELIVERY_COUNT), id="messages")
+                          redeliveries=self.qroot.can(REDELIVERY_COUNT), expired_in_line=self.qroot.kind == RSMQ,
+                          id="messages")
         yield Input(placeholder="search ids, states and payloads (enter searches, esc cancels)", id="qsearch",
                     classes="hidden")
         yield Static(id="qnotes", classes="hidden")
@@ -205,6 +217,27 @@ class QueueScreen(Screen[None]):
             return self.qroot.can(REDELIVERY_COUNT)
         return True
 
+    @property
+    def still_listing(self) -> bool:
+        """The rows are a first listing still under way (a big queue streams in)."""
+        return self.all_messages.partial
+
+    def refuse_while_listing(self) -> bool:
+        """Say so and refuse a key that acts on rows while they are a listing under way: they are
+        not the queue's first rows (row 1 is not the head), nor all of them."""
+        if not self.still_listing:
+            return False
+        self.qapp.say(f"still listing {safe_name(self.queue)} ({len(self.all_messages)} so far): "
+                      "wait for the listing to finish", "warning")
+        return True
+
+    def counts_shown(self) -> QueueScan | None:
+        """The counts the title (and a purge question) go by: the listing's, but the root
+        screen's while a first listing is under way (its counts are of the rows so far)."""
+        if self.scan is not None and self.still_listing:
+            return self.counts
+        return self.scan or self.counts
+
     def tick(self) -> None:
         """Once a second: redraw countdowns from the clock (no rescan)."""
         self.query_one(MessageList).refresh()
@@ -238,14 +271,15 @@ class QueueScreen(Screen[None]):
         gc.disable()
         cpu = time.thread_time()
         previous = self.listing
+        now = self.qapp.clock()
 
         def partial(cols: MessageColumns) -> None:  # the first rows while a long listing runs
             self.post_message(self.Loaded(cols, None))
 
         try:
-            cols = self.qroot.list_messages(self.queue, self.qapp.clock(), previous=previous, progress=partial)
+            cols = self.qroot.list_messages(self.queue, now, previous=previous, progress=partial)
             self.post_message(self.Loaded(cols, None, resume_gc, time.thread_time() - cpu,
-                                          unchanged=cols is previous))
+                                          unchanged=cols is previous, scanned_at=now))
         except UnknownQueueError as err:  # the queue was deleted: its rows and counts go too
             self.post_message(self.Loaded(MessageColumns.empty(self.queue), str(err), resume_gc))
         except QConsoleError as err:
@@ -272,6 +306,7 @@ class QueueScreen(Screen[None]):
                 return  # a partial listing never replaces a complete one
             self.scan = cols.scan
             self.all_messages = cols
+            lst.provisional = cols.partial
             if self.view is None:
                 lst.set_messages(cols, follow=follow)
             else:  # a filtered view keeps its matches that still exist
@@ -280,6 +315,10 @@ class QueueScreen(Screen[None]):
                 lst.number_by(cols, places)
                 lst.set_messages(list(self.view_matches))
             self.update_header()
+        if cols is not None and not cols.partial:
+            self.scanned_at = event.scanned_at if event.scanned_at is not None else cols.scan.scanned_at
+            if self._view_redo is not None and self.view is not None:
+                self.open_view(self.view, *self._view_redo)  # it read a listing under way: again, whole
         self.update_title()
         self.update_status()
         if cols is not None and cols.partial:
@@ -329,8 +368,10 @@ class QueueScreen(Screen[None]):
     def update_title(self) -> None:
         head = Text.assemble(("queue ", "dim"), (safe_name(self.queue), "bold"), (SEP, "dim"), (self.qroot.kind, "dim"))
         t = Text()  # the counts after it
-        shown = self.scan or self.counts
-        if shown is not None:
+        shown = self.counts_shown()
+        if unreadable(shown):  # not "0": the root screen says `?` for it too
+            t.append(f"{SEP}ready ?{SEP}in-flight ?{SEP}expired ?", "red")
+        elif shown is not None:
             c = dict(shown.counts)
             if self.listing is not None and shown is self.listing.scan:
                 # counted as the rows show them now: in flight past the deadline expired, delayed
@@ -371,9 +412,13 @@ class QueueScreen(Screen[None]):
             notes.append(safe_name(self.error), "red")
         elif self.scan is not None:
             total = len(lst.messages)
-            if self.listing is None:
-                t.append("listing… ", "dim")
-            t.append(f"{lst.cursor + 1 if total else 0}/{total}", "bold")
+            failed = unreadable(self.scan)
+            if self.still_listing:  # not "1/16384": the rows so far are neither first nor all
+                t.append(f"listing… {len(self.all_messages)} so far", "bold")
+            elif failed:
+                t.append("cannot be read", "bold red")
+            else:
+                t.append(f"{lst.cursor + 1 if total else 0}/{total}", "bold")
             if lst.marked or lst.hidden_marks:
                 t.append(SEP)
                 t.append(f"{len(lst.marked)} marked", "yellow")
@@ -393,8 +438,8 @@ class QueueScreen(Screen[None]):
                 t.append(SEP)
                 t.append(f"{expired_now} expired since scan", "red")
             t.append(SEP)
-            t.append(f"scanned {humanize.clock(self.scan.scanned_at)[11:]}", "dim")
-            if not total and self.view is None:
+            t.append(f"scanned {humanize.clock(self.scanned_at or self.scan.scanned_at)[11:]}", "dim")
+            if not total and self.view is None and not failed and not self.still_listing:
                 notes.append("this queue is empty", "dim")
             if lst.lost is not None:
                 notes.append(f"message {safe_name(lst.lost)} is gone (consumed or changed); "
@@ -467,6 +512,7 @@ class QueueScreen(Screen[None]):
         self.view = view
         self.view_matches = []
         self.view_places = {}
+        self._view_redo = (keep, cap) if self.still_listing else None
         self.view_progress = (0, len(self.all_messages), False)
         self.query_one(MessageList).number_by(self.all_messages, self.view_places)
         self.query_one(MessageList).set_messages([])
@@ -475,6 +521,7 @@ class QueueScreen(Screen[None]):
 
     def close_view(self) -> None:
         self._view_cancel.set()
+        self._view_redo = None
         self.view = None
         self.view_matches = []
         self.view_places = {}
@@ -559,12 +606,16 @@ class QueueScreen(Screen[None]):
         self.update_status()
 
     def action_mark_all(self) -> None:
+        if self.refuse_while_listing():
+            return
         lst = self.query_one(MessageList)
         lst.marked = set() if lst.marked else lst.messages.id_set()
         lst.refresh()
         self.update_status()
 
     def action_mark_state(self, state: str) -> None:
+        if self.refuse_while_listing():
+            return
         lst = self.query_one(MessageList)
         now = self.qapp.clock()
         n = lst.mark_state(state, now)
@@ -572,6 +623,8 @@ class QueueScreen(Screen[None]):
         self.update_status()
 
     def action_invert(self) -> None:
+        if self.refuse_while_listing():
+            return
         self.query_one(MessageList).invert_marks()
         self.update_status()
 
@@ -614,7 +667,7 @@ class QueueScreen(Screen[None]):
         self.rescan()
 
     def action_requeue(self) -> None:
-        if self.qapp.refuse_if_read_only("requeue"):
+        if self.qapp.refuse_if_read_only("requeue") or self.refuse_while_listing():
             return
         msgs = self._selection()
         if not msgs:
@@ -652,7 +705,7 @@ class QueueScreen(Screen[None]):
                                 self._after)
 
     def action_delete(self) -> None:
-        if self.qapp.refuse_if_read_only("delete"):
+        if self.qapp.refuse_if_read_only("delete") or self.refuse_while_listing():
             return
         msgs = self._selection()
         if not msgs:
@@ -677,9 +730,11 @@ class QueueScreen(Screen[None]):
         if self.qapp.refuse_if_read_only("purge"):
             return
         q = self.queue
-        shown = self.scan or self.counts
+        shown = self.counts_shown()
         c = shown.counts if shown is not None else {}
         n = sum(c.get(state, 0) for state in PURGEABLE)  # what a purge takes (delayed ones too)
+        # a queue that could not be read was not counted: not "0 message(s)"
+        howmany = "every message (they could not be counted)" if unreadable(shown) else f"all {n} message(s)"
         where = ("They go to the trash (u undoes)." if self.qroot.can(TRASH) else "They are gone for good.")
 
         def answered(yes: bool | None) -> None:
@@ -687,11 +742,11 @@ class QueueScreen(Screen[None]):
                 self.qapp.run_operation(self.qroot, "purge", lambda ops: ops.purge(q), self._after)
 
         self.app.push_screen(TypedConfirmScreen(
-            f"Purge all {n} message(s) of {safe_name(q)}{self.qapp.where(self.qroot)}?",
+            f"Purge {howmany} of {safe_name(q)}{self.qapp.where(self.qroot)}?",
             f"Every message goes, in flight ones too. {where}", q), answered)
 
     def action_move(self) -> None:
-        if self.qapp.refuse_if_read_only("move"):
+        if self.qapp.refuse_if_read_only("move") or self.refuse_while_listing():
             return
         msgs = self._selection()
         if not msgs:
