@@ -31,13 +31,25 @@ def error_line(err: BaseException) -> tuple[str, int] | None:
     """(one line, exit code) for an error an operator can act on; None for a bug (a traceback
     is then the right thing). The line is not yet escaped for a terminal."""
     if isinstance(err, QConsoleError):
-        return str(err), int(err.exit_code)
+        return str(err) + _before(err), int(err.exit_code)
     if isinstance(err, PermissionError):
-        return f"permission denied: {err.filename or err}", ExitCode.ERROR
+        return f"permission denied: {err.filename or err}" + _before(err), ExitCode.ERROR
     if isinstance(err, OSError):
         where = f"{err.filename}: " if err.filename else ""
-        return f"{where}{err.strerror or err}", ExitCode.ERROR
+        return f"{where}{err.strerror or err}" + _before(err), ExitCode.ERROR
     return None
+
+
+def _before(err: BaseException) -> str:
+    """What a change that stopped on ``err`` had done (``err.partial``, set by the operation)."""
+    partial = getattr(err, "partial", None)
+    return f"; stopped after: {partial.summary()}" if partial is not None else ""
+
+
+def interrupted_line(err: BaseException) -> str | None:
+    """The line a change stopped by ctrl+c leaves on stderr: what it had done (None: nothing)."""
+    partial = getattr(err, "partial", None)
+    return f"interrupted: {partial.summary()}" if partial is not None else None
 
 
 class RootError(QConsoleError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from .errors import ExitCode, QConsoleError, error_line, internal_error_line
+from .errors import ExitCode, QConsoleError, error_line, internal_error_line, interrupted_line
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -307,7 +307,10 @@ def guarded_call(body: Any) -> int:
     except (QConsoleError, OSError) as err:
         line, code = error_line(err)  # type: ignore[misc]
         return _fail(line, code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
+        line = interrupted_line(err)  # a change stopped half-way says what it did
+        if line:
+            write_error(line)
         return ExitCode.INTERRUPTED
     except Exception as err:  # last resort, as cli.app.main's: one line, never a traceback
         if os.environ.get("QCONSOLE_DEBUG"):

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from ..model import Message, QueueScan, RootScan
     from ..payload import Payload
-    from .results import TrashBatch
+    from .results import Partial, TrashBatch
 
 #: capability words (see :meth:`Backend.can`)
 SETTINGS = "settings"  # per-root/queue settings that can be read and saved
@@ -163,6 +163,10 @@ class Backend:
     target: str = ""
     #: ``(done, total)`` called as a bulk change goes (the CLI's progress line on a terminal)
     progress: Callable[[int, int], None] | None = None
+    #: what the bulk change under way has done so far (a :class:`~.results.Partial`), kept by the
+    #: changes that can stop half-way (remove, move, requeue, restore): the operation resets it
+    #: before a change and reports it when the change stops early (ctrl+c, an error)
+    partial: Partial | None = None
 
     def tick(self, done: int, total: int) -> None:
         if self.progress is not None:

@@ -23,3 +23,24 @@ class TrashBatch:
     count: int
     user: str = ""
     ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Partial:
+    """What a bulk change under way has done so far, kept by the backend as it goes in
+    :attr:`Backend.partial <qconsole.backends.base.Backend.partial>`: when the change stops early
+    (ctrl+c, an error) the operation reports and logs it. ``outcomes``: (id, None when done,
+    else why skipped) so far; ``batch``: the trash batch holding what it removed; ``unknown``:
+    changes sent whose answer never came (a time-out, a lost connection), each done or not."""
+
+    outcomes: list[tuple[str, str | None]] = field(default_factory=list)
+    batch: str | None = None
+    unknown: int = 0
+
+    @property
+    def done(self) -> list[str]:
+        return [mid for mid, why in self.outcomes if why is None]
+
+    @property
+    def skipped(self) -> list[tuple[str, str]]:
+        return [(mid, why) for mid, why in self.outcomes if why is not None]

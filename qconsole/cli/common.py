@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
-from ..errors import ExitCode, QConsoleError, error_line
+from ..errors import ExitCode, QConsoleError, error_line, interrupted_line
 from ..backends import pick_root  # noqa: F401 (shared with the typer-free stats path)
 from ..fastpath import write_error
 
@@ -69,7 +69,10 @@ def guarded(func: F) -> F:
         except (QConsoleError, OSError) as err:
             line, code = error_line(err)  # type: ignore[misc]
             raise fail(line, code) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as err:
+            line = interrupted_line(err)  # a change stopped half-way says what it did
+            if line:
+                write_error(line)
             raise typer.Exit(ExitCode.INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]

@@ -72,24 +72,46 @@ class Operations:
 
     def _run(self, action: str, queue: str | None, body: Callable[[], OpResult], **fields: Any) -> OpResult:
         self._guard(action)
+        self.root.partial = None  # filled by the backend as the change goes
         try:
             result = body()
-        except KeyboardInterrupt:
-            # ctrl+c: what was done is still logged (e.g. the messages a publish --count did publish)
-            done = list(getattr(self.root, "published", None) or []) if action == "publish" else []
-            self._audit(queue, action, outcome="interrupted", ids=done[:1000], count=len(done), **fields)
+        except KeyboardInterrupt as err:
+            # ctrl+c: what was done is still logged and said (a purge's batch, a publish's ids)
+            self._stopped(action, queue, err, fields, outcome="interrupted")
             raise
         except (QConsoleError, OSError) as err:
             msg = str(err) if isinstance(err, QConsoleError) else f"{err.filename or ''}: {err.strerror}"
-            self._audit(queue, action, outcome="error", error=msg, **fields)
+            self._stopped(action, queue, err, fields, outcome="error", error=msg)
             raise
         except Exception as err:  # a fault of ours (or a caller's callback): still on record
-            self._audit(queue, action, outcome="error", error=f"{type(err).__name__}: {err}"[:500], **fields)
+            self._stopped(action, queue, err, fields, outcome="error", error=f"{type(err).__name__}: {err}"[:500])
             raise
         outcome = "ok" if not result.skipped else ("partial" if result.done else "changed underneath")
         self._audit(queue, action, outcome=outcome, ids=result.done[:1000], count=len(result.done),
                     skipped=[list(s) for s in result.skipped[:1000]], batch=result.batch, **fields)
         return result
+
+    def _stopped(self, action: str, queue: str | None, err: BaseException, fields: dict[str, Any],
+                 **outcome: Any) -> None:
+        """The audit line of a change that stopped early, with what it did do: the backend's
+        :class:`~qconsole.backends.results.Partial` (or the ids a publish published). The same
+        goes on the exception as ``err.partial``, an :class:`OpResult` for the caller to show
+        (the CLI prints its summary after the error line): a purge stopped half-way names the
+        trash batch that undoes what it did."""
+        part = self.root.partial
+        if part is not None:
+            done, skipped, batch, unknown = part.done, part.skipped, part.batch, part.unknown
+        else:
+            done = list(getattr(self.root, "published", None) or []) if action == "publish" else []
+            skipped, batch, unknown = [], None, 0
+        self._audit(queue, action, **outcome, ids=done[:1000], count=len(done),
+                    skipped=[list(x) for x in skipped[:1000]], batch=batch, unknown=unknown, **fields)
+        if part is not None or done:  # (a change the backend tracks says so even when it did nothing)
+            try:
+                err.partial = OpResult(action, queue, done=done, skipped=skipped, batch=batch,  # type: ignore[attr-defined]
+                                       unknown=unknown)
+            except AttributeError:  # an exception type without a __dict__
+                pass
 
     def _scan(self, queue: str) -> QueueScan:
         return self.root.scan_queue(queue, collect=True).readable()

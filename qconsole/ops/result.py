@@ -23,6 +23,8 @@ class OpResult:
     done: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (id, reason)
     batch: str | None = None  # trash batch id for delete/purge
+    #: changes sent whose answer never came (a change stopped by a lost connection): done or not
+    unknown: int = 0
 
     def summary(self, *, command_hint: bool = True) -> str:
         """One line for a status bar or the CLI (``command_hint``: with the shell command that
@@ -33,6 +35,8 @@ class OpResult:
             reasons = Counter(reason for _id, reason in self.skipped)
             detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
             line += f", {len(self.skipped)} skipped ({detail})"
+        if self.unknown:
+            line += f", up to {self.unknown} more may have been done (sent, no answer)"
         if self.batch:
             line += f"; trash batch {self.batch}"
             if command_hint:

@@ -295,7 +295,7 @@ class FileBackend(Backend):
     def remove(self, action: str, queue: str, msgs: Sequence[Message], *, use_trash: bool,
                user: str) -> tuple[list[tuple[str, str | None]], str | None]:
         from . import safety, trash
-        from ..results import CHANGED
+        from ..results import CHANGED, Partial
 
         qdir = self.require_queue(queue)
         if not msgs:
@@ -318,6 +318,8 @@ class FileBackend(Backend):
         with safety.Confined(self.path) as c:
             filling = trash.Filling(c, action, queue, self.kind, user) if use_trash else None
             items: list[dict[str, Any]] = []
+            stopped = None  # what was done, when stopped early (self.partial)
+            idx: list[int] = []
             try:
                 base = 0  # messages of the groups before (progress counts the whole)
                 for sub, idx in groups.items():
@@ -347,10 +349,17 @@ class FileBackend(Backend):
             except BaseException:
                 if filling:  # stopped or failed: the manifest names what the trash holds, by its listing
                     items = filling.reconciled(items, dict(zip(relpaths, ids)))
+                    stopped = Partial(outcomes=[(item.get("id") or item["relpath"], None) for item in items])
+                else:  # the group being unlinked when it stopped: each done or not
+                    stopped = Partial(outcomes=[(ids[i], None) for i, k in enumerate(ok) if k],
+                                      unknown=sum(1 for i in idx if not ok[i]))
+                self.partial = stopped
                 raise
             finally:
                 # published under its name only now, complete; removed when nothing went in
                 done = filling.finish(items) if filling else None
+                if stopped is not None:
+                    stopped.batch = done
         self.tick(len(msgs), len(msgs))
         if all(ok):
             return list(zip(ids, repeat(None))), done
@@ -377,11 +386,12 @@ class FileBackend(Backend):
         batches under one journal each (:mod:`.batches`)."""
         from ...errors import QConsoleError
         from . import batches, claims, safety
-        from ..results import CHANGED
+        from ..results import CHANGED, Partial
 
         src_dir = self.require_queue(src)
         dest_dir = self.require_queue(dest)
         outcomes: list[tuple[str, str | None]] = []
+        self.partial = Partial(outcomes=outcomes)  # the committed ones, if it stops early
         # oldest first, whatever their state, so DEST keeps the order they were published in
         msgs = sorted(msgs, key=lambda m: (m.created_at or 0.0, m.id))
         with safety.Confined(self.path) as c:
