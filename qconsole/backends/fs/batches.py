@@ -330,16 +330,21 @@ def _journal_problem(c: safety.Confined, root: str, jdir: str, doc: Any, owned: 
 
 def recover_batches(c: safety.Confined, root: str, found: Found, *, force: bool, now: float,
                     is_message: Callable[[str], bool], id_live: Callable[[safety.Confined, str, str], bool],
-                    msg_id: Callable[[str], str | None] | None, report: RecoverReport) -> None:
+                    msg_id: Callable[[str], str | None] | None, report: RecoverReport,
+                    tick: Callable[[], None] | None = None) -> None:
     """Settle every batch journal in ``found`` (token -> leftovers); the tokens of a journal's
     entries are taken out of ``found``, so the per-token rules see only what no journal names.
-    ``msg_id``: when given, a committed copy must carry its source's id (ddmq keeps ids)."""
+    ``msg_id``: when given, a committed copy must carry its source's id (ddmq keeps ids);
+    ``tick``: called per journal (:meth:`.claims.RecoverLock.refresh`). A journal or leftover
+    gone since the listing was settled by someone else: not a problem."""
     rel = lambda d, n: os.path.relpath(os.path.join(d, n), root)  # noqa: E731
     # a journal that cannot be read or trusted names no entries we could rely on: everything
     # its process left is left alone (per-token rules would put back a claim whose VSQS copy
     # was committed under a new id: a duplicate)
     blocked: set[tuple[str, int]] = set()
     for key in sorted(k for k, items in found.items() if any(o.kind == BATCH for _d, _n, o in items)):
+        if tick is not None:
+            tick()
         items = found.pop(key)
         journals = [(d, n, o) for d, n, o in items if o.kind == BATCH]
         if len(journals) != 1 or any(o.kind not in (BATCH, TMP) for _d, _n, o in items):
@@ -351,6 +356,13 @@ def recover_batches(c: safety.Confined, root: str, found: Found, *, force: bool,
         jst = c.lstat(os.path.join(jd, jn))
         try:
             doc = json.loads(c.read(os.path.join(jd, jn), max_size=MAX_BATCH_JOURNAL_BYTES))
+        except FileNotFoundError:
+            # settled and removed meanwhile (its entries' leftovers, if any are still there,
+            # are judged by the per-token rules, as a listing made now would have them)
+            rest = [i for i in items if i[2].kind != BATCH]
+            if rest:
+                found[key] = rest
+            continue
         except (OSError, ValueError, QConsoleError, RecursionError) as err:
             why = err.strerror if isinstance(err, OSError) and err.strerror else str(err) or "unreadable"
             report.problems.append(f"{rel(jd, jn)}: batch journal unreadable ({why.splitlines()[0][:120]}); "
@@ -402,7 +414,12 @@ def _recover_entry(c: safety.Confined, root: str, jdir: str, dest_dir: str, e: d
     if len(claims) + len(tmps) != len(items) or len(claims) > 1 or len(tmps) > 1:
         report.problems.append(f"{where}: its token names other leftovers; left alone")
         return False
-    if any(not _is_reg(c.lstat(os.path.join(d, n))) for d, n, _o in items):
+    stats = {(d, n): c.lstat(os.path.join(d, n)) for d, n, _o in items}
+    if any(st is None for st in stats.values()):  # gone since the listing: settled by someone else
+        items = [(d, n, o) for d, n, o in items if stats[(d, n)] is not None]
+        claims = [(d, n, o) for d, n, o in items if o.kind == CLAIM]
+        tmps = [(d, n, o) for d, n, o in items if o.kind == TMP]
+    if any(not _is_reg(stats[(d, n)]) for d, n, _o in items):
         report.problems.append(f"{where}: a leftover is not a regular file; left alone")
         return False
     if tmps and (tmps[0][0] != dest_dir or tmps[0][1] != e["tmp"]):

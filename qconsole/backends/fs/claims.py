@@ -30,7 +30,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...errors import QConsoleError
+from ...errors import OperationError, QConsoleError
+from ...model import STATE_DIR
 
 from .listing import QC_TEMP_PREFIX
 from . import safety
@@ -274,16 +275,22 @@ def recover(root_path: str, queue_dirs: list[str], *, force: bool = False,
     ``is_message``: whether a name is a message name of the layout; ``id_live(c, qdir, name)``:
     whether the id that message name carries is live in ``qdir`` in any state; ``msg_id``: the
     id of a message name, when a layout's transfers keep ids (a committed copy must carry it).
+
+    One recover at a time per root (:class:`RecoverLock`): a second one waits for the first
+    (OperationError when it still runs after :data:`RECOVER_LOCK_WAIT`), then sees what is
+    left. A leftover gone between the listing and its turn was settled by someone else: not
+    a problem.
     """
     from .batches import recover_batches
 
     report = RecoverReport()
-    now = time.time()
-    with safety.Confined(root_path) as c:
+    with safety.Confined(root_path) as c, RecoverLock(c, report) as lock:
+        now = time.time()
         found = _scan_dirs(c, queue_dirs)
         recover_batches(c, root_path, found, force=force, now=now, is_message=is_message, id_live=id_live,
-                        msg_id=msg_id, report=report)
+                        msg_id=msg_id, report=report, tick=lock.refresh)
         for key, items in sorted(found.items()):
+            lock.refresh()
             try:
                 _recover_token(c, root_path, items, force, now, is_message, id_live, report, msg_id)
             except (OSError, QConsoleError) as err:
@@ -292,15 +299,144 @@ def recover(root_path: str, queue_dirs: list[str], *, force: bool = False,
     return report
 
 
+#: the root-wide lock a recover holds, in the root's ``.qconsole/`` (two recovers at once
+#: each reported what the other had just settled as problems, and both exited 1)
+RECOVER_LOCK = "recover.lock"
+#: how long a recover waits for another one to finish before it gives up (seconds)
+RECOVER_LOCK_WAIT = 20.0
+#: how often the holder renews its lock's ctime: a lock unchanged for FOREIGN_HOST_GRACE is
+#: stale (its holder is gone, stopped, or it was planted) and is broken
+RECOVER_LOCK_REFRESH = 30.0
+
+
+class RecoverLock:
+    """``<root>/.qconsole/recover.lock``, an exclusive create (which NFS honours) holding
+    ``<host> <pid> <time> recover``. Untrusted input like everything in the root: never
+    followed (``O_NOFOLLOW``, read only when a regular file), and alive only while it changed
+    within FOREIGN_HOST_GRACE (by ctime, which nobody can set back; the holder renews it)
+    and, when it names this host, while its pid runs: a dead recover's lock, a planted one
+    or a stale one of another host is broken, not waited on for ever. Where no lock can be
+    made (no writable ``.qconsole/``, or one that is a link) the recover runs without it,
+    as before: the lock only keeps two reports apart; every step of a recover is safe
+    against another one anyway."""
+
+    def __init__(self, c: safety.Confined, report: RecoverReport, wait: float | None = None) -> None:
+        self.c, self.report = c, report
+        self.wait = RECOVER_LOCK_WAIT if wait is None else wait
+        self.path = os.path.join(c.root, STATE_DIR, RECOVER_LOCK)
+        self.fd: int | None = None
+        self.renewed = 0.0
+
+    def __enter__(self) -> RecoverLock:
+        self.take()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()
+
+    def take(self) -> None:
+        where = f"{STATE_DIR}/{RECOVER_LOCK}"
+        try:
+            self.c.makedirs(os.path.dirname(self.path))
+        except (OSError, QConsoleError):
+            return  # nowhere to lock: without it
+        deadline = time.monotonic() + self.wait
+        while True:
+            try:
+                fd = self.c.create_exclusive(self.path, mode=0o644)
+            except FileExistsError:
+                st = self.c.lstat(self.path)
+                holder = _lock_holder(self.c, self.path, st)
+                if holder is None:
+                    if not self._break(st):
+                        self.report.problems.append(f"{where}: not a lock file and cannot be removed; "
+                                                    "recovered without the lock")
+                        return
+                    continue
+                if time.monotonic() >= deadline:
+                    raise OperationError(f"another qconsole recover is running on this root ({holder}); "
+                                         "run recover again when it is done") from None
+                time.sleep(0.1)
+                continue
+            except (OSError, QConsoleError):
+                return  # not writable: without it
+            try:
+                safety.write_all(fd, f"{HOST} {os.getpid()} {time.time():.0f} recover\n".encode())
+            except BaseException:
+                os.close(fd)
+                self.c.unlink(self.path)
+                raise
+            self.fd, self.renewed = fd, time.monotonic()
+            return
+
+    def _break(self, judged: os.stat_result | None) -> bool:
+        """Remove the lock judged stale (unless it was replaced meanwhile); False when it cannot go."""
+        if judged is None:
+            return True
+        st = self.c.lstat(self.path)
+        if st is None or (st.st_dev, st.st_ino, st.st_ctime_ns) != (judged.st_dev, judged.st_ino, judged.st_ctime_ns):
+            return True  # changed meanwhile: judged again
+        try:
+            self.c.unlink(self.path)  # the entry itself: a link is never followed
+        except OSError:
+            return False  # a planted directory
+        return True
+
+    def refresh(self) -> None:
+        """Renew the lock's ctime (every RECOVER_LOCK_REFRESH): a long recover stays alive."""
+        if self.fd is not None and time.monotonic() - self.renewed >= RECOVER_LOCK_REFRESH:
+            self.renewed = time.monotonic()
+            try:
+                os.utime(self.fd)
+            except OSError:
+                pass
+
+    def release(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is None:
+            return
+        try:
+            mine = os.fstat(fd)
+            st = self.c.lstat(self.path)
+            if st is not None and (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
+                self.c.unlink(self.path)  # (not another recover's, which broke ours as stale)
+        except (OSError, QConsoleError):
+            pass
+        finally:
+            os.close(fd)
+
+
+def _lock_holder(c: safety.Confined, path: str, st: os.stat_result | None) -> str | None:
+    """Who holds the recover lock, as a few safe words; None when it may be broken: gone,
+    not a regular file, unchanged for FOREIGN_HOST_GRACE either way of the clock (the
+    trash's rule, :func:`.trash._fresh`), or naming a pid of this host that does not run."""
+    if st is None or not stat.S_ISREG(st.st_mode) or abs(time.time() - st.st_ctime) >= FOREIGN_HOST_GRACE:
+        return None
+    try:
+        text = c.read(path, max_size=4096).decode("ascii", "replace").split()
+    except (OSError, QConsoleError):
+        text = []
+    if len(text) >= 2 and text[0] == HOST and text[1].isdigit() and len(text[1]) <= 10:
+        return f"pid {text[1]} on this host" if pid_alive(int(text[1])) else None
+    if text and _HOST_RE.fullmatch(text[0]):
+        return f"on host {text[0]}"
+    return "its lock is fresh"  # being written, or of an unknown writer: alive while fresh
+
+
 def _recover_token(c: safety.Confined, root_path: str, items: list[tuple[str, str, Owned]], force: bool, now: float,
                    is_message: Callable[[str], bool], id_live: Callable[[safety.Confined, str, str], bool],
                    report: RecoverReport, msg_id: Callable[[str], str | None] | None = None) -> None:
     rel = lambda d, n: os.path.relpath(os.path.join(d, n), root_path)  # noqa: E731
     stats = {(d, n): c.lstat(os.path.join(d, n)) for d, n, _o in items}
+    # gone since the listing: settled by someone else (another recover, or the qconsole that
+    # made it); what is left is judged as a listing made now would show it
+    items = [(d, n, o) for d, n, o in items if stats[(d, n)] is not None]
+    if not items:
+        return
     if not force and any(owner_alive(o, stats[(d, n)], now) for d, n, o in items):
         report.live.extend(rel(d, n) for d, n, _o in items)
         return
-    irregular = [(d, n) for d, n, _o in items if stats[(d, n)] is None or not _is_reg(stats[(d, n)])]
+    irregular = [(d, n) for d, n, _o in items if not _is_reg(stats[(d, n)])]
     if irregular:
         for d, n in irregular:
             report.problems.append(f"{rel(d, n)}: not a regular file; left alone")
