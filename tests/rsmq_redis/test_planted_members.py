@@ -157,15 +157,15 @@ def test_restore_of_a_planted_batch_skips_field_names(audit, node, url, r, ns):
     res = qconsole("delete", "fresh", gone, "--yes", "-r", url, *audit)
     assert res.returncode == 0, res.stderr
     batch = json.loads(qconsole("trash", "list", "-r", url, "--json").stdout)[-1]["batch"]
-    base = f"{ns}:qconsole:trash:{batch}"
+    _meta, tmsgs, torder = open_target(url)._trash_keys(batch)
     for mid in ("totalrecv", f"{live}:rc"):
-        r.hset(f"{base}:m", mapping={mid: "not a number", f"{mid}:s": "0"})
-        r.zadd(f"{base}:o", {mid: 99})
+        r.hset(tmsgs, mapping={mid: "not a number", f"{mid}:s": "0"})
+        r.zadd(torder, {mid: 99})
     res = qconsole("trash", "restore", batch, "-r", url, *audit)
     assert "1 done" in res.stdout and "2 skipped" in res.stdout, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     assert r.hmget(f"{ns}:fresh:Q", ["totalrecv", f"{live}:rc"]) == [None, None]
-    assert r.zscore(f"{ns}:fresh", gone) is not None and r.zcard(f"{base}:o") == 2
+    assert r.zscore(f"{ns}:fresh", gone) is not None and r.zcard(torder) == 2
     res = node.run(*[("receiveMessage", {"qname": "fresh", "vt": 0})] * 3)
     assert all("ok" in x and x["ok"].get("id") for x in res), res
     node_still_works(node, "fresh")
@@ -195,17 +195,19 @@ def test_a_wrong_type_batch_is_listed_broken_and_the_others_still_work(audit, no
     assert res.returncode == 0, res.stderr
     good = json.loads(qconsole("trash", "list", "-r", url, "--json").stdout)[0]["batch"]
     later = time.time() + 60  # newer than the real batch: the default restore must pass it by
-    r.sadd(f"{ns}:qconsole:trash:zzz:o", "x")
-    r.zadd(f"{ns}:qconsole:trash", {"zzz": later})
-    r.set(f"{ns}:qconsole:trash:yyy:m".encode(), "x")  # the hash of bodies a string
-    r.zadd(f"{ns}:qconsole:trash", {b"yyy": later + 1})
+    b = open_target(url)
+    zzz, yyy = "20990101T000000-000001", "20990101T000000-000002"  # named as qconsole names batches
+    r.sadd(b._trash_keys(zzz)[2], "x")
+    r.zadd(b.trash_index, {zzz: later})
+    r.set(b._trash_keys(yyy)[1], "x")  # the hash of bodies a string
+    r.zadd(b.trash_index, {yyy: later + 1})
     res = qconsole("trash", "list", "-r", url)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert len(lines) == 3 and sum("broken" in x for x in lines) == 2 and good in res.stdout, res.stdout
     res = qconsole("trash", "list", "-r", url, "--json")
     assert res.returncode == 0 and {b["action"] for b in json.loads(res.stdout)} == {"purge", "broken"}
-    for name in ("zzz", "yyy"):
+    for name in (zzz, yyy):
         res = qconsole("trash", "restore", name, "-r", url, *audit)
         one_line_error(res)
         assert "broken" in res.stderr, res.stderr

@@ -20,12 +20,19 @@ sums each chunk on the server: measured at 1M messages, a Lua loop of HGETs cost
 several times what one HMGET of the same fields does, and a console refreshing every 2 s must
 not load a production Redis; hiredis keeps the client's side of the replies cheap.
 
-qconsole's own keys (the trash) live under ``{ns}:qconsole:trash...``: a queue name has no
-``:`` in either client, so no queue's keys are ever these, and no client reads them.
+qconsole's own keys (the trash) are ``{ns}:qconsole:trash:`` (the index) and
+``{ns}:qconsole:trash:{batch}:`` (meta), ``...:m:`` (messages), ``...:o:`` (order): each ends in
+``:``. An rsmq key is ``{ns}:{q}``, ``{ns}:{q}:Q`` or ``{ns}:QUEUES`` for a namespace that may
+itself hold ``:`` and a queue name of 1-160 ``[A-Za-z0-9_-]`` (Node) or 1-64 of anything but
+``:`` (PyRSMQ: ``!`` and ``.`` too), so no key a client can reach ends in ``:`` (its last
+segment would be an empty queue name), and qconsole refuses ``:`` in a queue name itself. (Up
+to 0.x the trash was ``{ns}:qconsole:trash``, the sorted set of queue ``trash`` in namespace
+``{ns}:qconsole``: those keys are no longer read, and never deleted.)
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 import string
 import time
@@ -36,7 +43,7 @@ from ...model import Message, QueueScan, RootScan
 from ...states import DELAYED, EXPIRED, FOREIGN, INFLIGHT, READY, RSMQ
 from ..base import (CREATE_QUEUE, DELAYED as CAP_DELAYED, DELETE_QUEUE, REDELIVERY_COUNT, SETTINGS, TRASH,
                     Backend, Option, Setting, SettingField)
-from . import scripts
+from . import scripts, trash_scripts
 from .target import Target, connect, describe_error, parse
 
 TYPE_CHECKING = False
@@ -77,6 +84,14 @@ BROKEN = "broken"
 #: Node rsmq's queue-name rule: what `create` accepts, so every client can use the queue
 NODE_QNAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
 ID_CHARS = string.ascii_letters + string.digits
+#: what a batch qconsole makes is named (the file trash's names): only such members of the trash
+#: index are batches; any other (planted) is listed ``broken`` and no key is made of it
+BATCH_RE = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{6}")
+#: seconds a batch still being filled stays out of list/restore/empty after its purge last put a
+#: message into it: the file trash's freshness rule (``trash._fresh``); past it, its purge is taken
+#: for dead (killed, or cut off) and the batch is listed, restored and emptied as any other.
+#: The same 300 s as ``fs.claims.FOREIGN_HOST_GRACE`` (not imported: counting never needs it)
+FILL_GRACE_S = 300.0
 
 
 class RsmqMessage(Message):
@@ -254,6 +269,10 @@ class RsmqBackend(Backend):
         self.path = target.shown  # what `ls --json` and others print as the root
         self._client = client if client is not None else connect(target)
         self._scripts: dict[str, Any] = {}
+        #: seconds a batch being filled is left alone after its last message (:data:`FILL_GRACE_S`)
+        self.fill_grace_s = FILL_GRACE_S
+        #: batches the last trash listing passed by: being filled, and how long ago they were touched
+        self._filling: dict[str, float] = {}
         #: batches the last trash listing found broken (keys of the wrong type)
         self._broken: set[str] = set()
 
@@ -292,7 +311,9 @@ class RsmqBackend(Backend):
     def _script(self, name: str) -> Any:
         script = self._scripts.get(name)
         if script is None:
-            script = self._scripts[name] = self._client.register_script(getattr(scripts, name))
+            # "trash.X": the trash's own scripts (:mod:`.trash_scripts`)
+            text = getattr(trash_scripts, name[6:]) if name.startswith("trash.") else getattr(scripts, name)
+            script = self._scripts[name] = self._client.register_script(text)
         return script
 
     def _run_script(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
@@ -301,7 +322,9 @@ class RsmqBackend(Backend):
     def _each(self, name: str, keys: list[str], argvs: Sequence[list[Any]]) -> Iterator[tuple[int, str]]:
         """``(i, answer)`` of script ``name`` run once per ``argvs[i]``, SCRIPT_BATCH calls a round
         trip, progress after each batch. An error reply (e.g. a key of the wrong type) ends it with
-        one line, after the batch's other answers: those scripts did run."""
+        one line, after the batch's other answers: those scripts did run. Stopped while a batch
+        waits for its answers (a time-out, a lost connection, ctrl+c), its scripts were sent and
+        may still run on the server: :attr:`partial` counts them ``unknown``."""
         import redis.exceptions as rx
 
         script = self._script(name)
@@ -309,7 +332,13 @@ class RsmqBackend(Backend):
             pipe = self._pipe()
             for args in argvs[base:base + SCRIPT_BATCH]:
                 script(keys=keys, args=args, client=pipe)
-            replies = self._call(pipe.execute, raise_on_error=False)
+            sent = len(pipe)
+            try:
+                replies = self._call(pipe.execute, raise_on_error=False)
+            except BaseException:
+                if self.partial is not None:
+                    self.partial.unknown = sent
+                raise
             failed = next((r for r in replies if isinstance(r, rx.RedisError)), None)
             yield from ((i, _s(r)) for i, r in enumerate(replies, base) if not isinstance(r, rx.RedisError))
             if failed is not None:
@@ -331,12 +360,16 @@ class RsmqBackend(Backend):
 
     @property
     def trash_index(self) -> str:
-        return f"{self.ns}:qconsole:trash"
+        # ends in ':': no (namespace, queue) pair of any client makes such a key (module docstring)
+        return f"{self.ns}:qconsole:trash:"
 
-    def _trash_keys(self, batch: str) -> tuple[bytes, bytes, bytes]:
-        # bytes: a planted batch name may hold any bytes (decoded with surrogateescape)
-        base = f"{self.ns}:qconsole:trash:".encode() + member(batch)
-        return base, base + b":m", base + b":o"
+    def _trash_keys(self, batch: str) -> tuple[str, str, str]:
+        """(meta, messages, order) of a batch named as qconsole names them (:data:`BATCH_RE`):
+        no key is ever made of another name (a planted ``x:m`` would name another batch's keys)."""
+        if not BATCH_RE.fullmatch(batch):
+            raise OperationError(f"{batch!r} is not a trash batch name")
+        base = f"{self.trash_index}{batch}:"
+        return base, base + "m:", base + "o:"
 
     def clock(self) -> tuple[float, int]:
         """Redis TIME as (epoch seconds, epoch ms as rsmq computes it)."""
@@ -753,42 +786,91 @@ class RsmqBackend(Backend):
         msgs = self._checked(msgs)
         keys = [self.zkey(queue), self.hkey(queue)]
         out: list[tuple[str, str | None]] = []
+        self._stopped(out)
         for i, word in self._each("REQUEUE", keys, [self._seen(m) for m in msgs]):
             # "visible": its timeout had passed already; the next receive takes it, as asked
             out.append((msgs[i].id, None if word in ("ok", "visible") else _why(word, CONSUMED, CHANGED)))
         return out
 
+    def _stopped(self, outcomes: list[tuple[str, str | None]], batch: str | None = None) -> Any:
+        """:attr:`partial` of a change that fills ``outcomes`` as it goes (read if it stops early)."""
+        from ..results import Partial
+
+        self.partial = Partial(outcomes=outcomes, batch=batch)
+        return self.partial
+
     def remove(self, action: str, queue: str, msgs: Sequence[Message], *, use_trash: bool,
                user: str) -> tuple[list[tuple[str, str | None]], str | None]:
+        """rsmq's deleteMessage per message, each kept in a new trash batch unless not
+        ``use_trash``. The batch is filled under its purge's token and sealed at the end
+        (:mod:`.trash_scripts`); stopped early, :attr:`partial` says what was done: after the
+        seal exactly (the batch's members: no script sent before it can add one after it), else
+        with the scripts whose answers never came as ``unknown``, and the batch kept."""
         from ..results import CHANGED, CONSUMED
 
         msgs = self._checked(msgs)
         self.require_queue(queue)
         if not msgs:
             return [], None
-        batch = None
-        meta = tmsgs = torder = ""
+        batch = token = None
+        # with --no-trash the script never touches these; named like the trash's keys all the same
+        meta = tmsgs = torder = f"{self.trash_index}none:"
         if use_trash:
-            batch = self._new_batch(action, queue, user)
+            batch, token = self._new_batch(action, queue, user)
             meta, tmsgs, torder = self._trash_keys(batch)
-        keys = [self.zkey(queue), self.hkey(queue), tmsgs or "", torder or ""]
-        if not use_trash:
-            keys[2:] = [f"{self.ns}:qconsole:unused", f"{self.ns}:qconsole:unused"]
+        keys = [self.zkey(queue), self.hkey(queue), tmsgs, torder, meta]
         out: list[tuple[str, str | None]] = []
-        done = 0
+        part = self._stopped(out, batch)
+        failing: BaseException | None = None
         try:
-            argvs = [[*self._seen(m), "1" if use_trash else "", i] for i, m in enumerate(msgs)]
-            for i, word in self._each("REMOVE", keys, argvs):
+            argvs = [[*self._seen(m), "1" if use_trash else "", i, token or ""] for i, m in enumerate(msgs)]
+            for i, word in self._each("trash.REMOVE", keys, argvs):
+                mid = msgs[i].id
                 if word == "ok":
-                    done += 1
-                out.append((msgs[i].id, None if word == "ok" else _why(word, CONSUMED, CHANGED)))
+                    out.append((mid, None))
+                elif word == "nobatch":
+                    raise OperationError(
+                        f"{action} {queue}: trash batch {batch} was emptied, restored or taken over meanwhile "
+                        f"(a `trash empty`/`trash restore` took it for a dead purge's after {self.fill_grace_s:g} s "
+                        "without a message); stopped: the rest is left in the queue")
+                else:
+                    out.append((mid, _why(word, CONSUMED, CHANGED)))
+        except BaseException as err:
+            failing = err
+            raise
         finally:
             if batch:
-                self._call(self._client.hset, meta, mapping={"count": done, "complete": 1})
-                if not done:
-                    self._drop_batch(batch)
-                    batch = None
+                batch = self._finish_batch(batch, token or "", part, failing)
+                part.batch = batch
         return out, batch
+
+    def _finish_batch(self, batch: str, token: str, part: Any, failing: BaseException | None) -> str | None:
+        """Seal the batch this purge filled (FINISH): the batch, or None when it was empty and is
+        dropped. After a failure the batch's members are what was done (``part`` set from them);
+        when even the seal fails, the batch is kept unsealed (listed once its purge has been quiet
+        for :attr:`fill_grace_s`) and the error says so."""
+        meta, tmsgs, torder = self._trash_keys(batch)
+        try:
+            n = int(self._run_script("trash.FINISH", [meta, tmsgs, torder, self.trash_index], [token, batch]))
+            if failing is not None and n >= 0 and (part.unknown or n != len(part.done)):
+                # a round's answers were lost: the sealed batch says which of them went in
+                have = set(part.done)
+                part.outcomes.extend((m, None) for m in map(_s, self._call(self._client.zrange, torder, 0, -1))
+                                     if m not in have)
+                part.unknown = 0
+            if n == -1:  # taken over meanwhile (sealed: still there) or emptied (gone)
+                return batch if self._call(self._client.exists, meta) else None
+        except RootError as err:
+            if failing is None:
+                raise
+            if isinstance(failing, RootError):  # one line: what failed first, and what it leaves
+                failing.args = (f"{failing}; the change may have partly happened: "
+                                f"trash batch {batch} is kept (listed, restorable and emptied once "
+                                f"{self.fill_grace_s:g} s passed without a message going in)",)
+            elif not isinstance(failing, KeyboardInterrupt):
+                failing.args = (f"{failing}; and then: {err}",)
+            return batch
+        return None if n == 0 else batch
 
     def move(self, src: str, dest: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:
         from ..results import CHANGED, CONSUMED
@@ -803,6 +885,7 @@ class RsmqBackend(Backend):
         # order they were sent in (as the file backends' move does)
         msgs = sorted(msgs, key=lambda m: m.id)
         reasons = {"gone": CONSUMED, "changed": CHANGED, "nodest": f"queue {dest!r} is gone", "foreign": NOT_A_MESSAGE}
+        self._stopped(out)
         for i, word in self._each("MOVE", keys, [self._seen(m) for m in msgs]):
             mid = msgs[i].id
             why = f"an id {mid} is in {dest!r} already" if word == "exists" else reasons.get(word, word)
@@ -845,47 +928,76 @@ class RsmqBackend(Backend):
 
     # ------------------------------------------------------------------ trash
 
-    def _new_batch(self, action: str, queue: str, user: str) -> str:
+    def _new_batch(self, action: str, queue: str, user: str) -> tuple[str, str]:
+        """A new batch, being filled (its meta and its index entry in one script): (name, token)."""
         now = self.now()
         batch = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "-" + secrets.token_hex(3)
+        token = secrets.token_hex(8)
         meta, _m, _o = self._trash_keys(batch)
-        pipe = self._pipe()
-        pipe.hset(meta, mapping={"action": action, "queue": queue, "user": user, "created": repr(now),
-                                 "count": 0, "complete": 0})
-        pipe.zadd(self.trash_index, {batch: now})
-        self._call(pipe.execute)
-        return batch
+        self._run_script("trash.NEW_BATCH", [meta, self.trash_index], [batch, token, action, queue, user, repr(now)])
+        return batch, token
 
     def _drop_batch(self, batch: str) -> None:
         pipe = self._pipe()
-        pipe.unlink(*self._trash_keys(batch))  # UNLINK: a big batch is freed off the main thread
+        if BATCH_RE.fullmatch(batch):  # a planted name: only its entry in the index goes
+            pipe.unlink(*self._trash_keys(batch))  # UNLINK: a big batch is freed off the main thread
         pipe.zrem(self.trash_index, member(batch))
         self._call(pipe.execute)
 
+    def _take(self, batches: Sequence[str]) -> dict[str, str]:
+        """Each batch's answer to TAKE (``ok``: no purge is filling it, now; ``filling``), a
+        round trip per CHUNK; planted names (no keys of theirs are touched) answer ``ok``."""
+        out = {b: "ok" for b in batches if not BATCH_RE.fullmatch(b)}
+        real = [b for b in batches if b not in out]
+        script = self._script("trash.TAKE")
+        for base in range(0, len(real), CHUNK):
+            pipe = self._pipe()
+            for b in real[base:base + CHUNK]:
+                script(keys=[self._trash_keys(b)[0]], args=[repr(float(self.fill_grace_s))], client=pipe)
+            out.update(zip(real[base:base + CHUNK], map(_s, self._call(pipe.execute))))
+        return out
+
+    def _filling_line(self, batch: str) -> str:
+        ago = self._filling.get(batch)
+        when = f"{ago:.0f} s ago" if ago is not None else "lately"
+        return (f"trash batch {batch} is being filled by a delete or purge still running (its last message went in "
+                f"{when}); try again when it is done (a batch whose purge died is taken after "
+                f"{self.fill_grace_s:g} s)")
+
     def trash_list(self) -> list[TrashBatch]:
         """The batches, oldest first. Anyone may plant one: a batch whose keys are not of the types
-        qconsole writes (hash, hash, sorted set) is listed as ``broken`` (no queue, no count),
-        never restored (the others still are), and removed by ``trash empty``."""
+        qconsole writes (hash, hash, sorted set), or whose name is not one qconsole makes, is
+        listed as ``broken`` (no queue, no count), never restored (the others still are), and
+        removed by ``trash empty``. A batch a purge is still filling is left out while that
+        purge put a message into it within :attr:`fill_grace_s` (as the file trash hides one
+        under its ``.fill-`` name); past that its purge is taken for dead and it is listed."""
         import redis.exceptions as rx
 
         from ..results import TrashBatch
 
         index = self._call(self._client.zrange, self.trash_index, 0, -1, withscores=True)
+        now = self.now()
         out = []
         self._broken = set()
+        self._filling = {}
         for base in range(0, len(index), CHUNK):
             pipe = self._pipe()
-            part = index[base:base + CHUNK]
-            for b, _score in part:
-                meta, tmsgs, order = self._trash_keys(_s(b))
+            part = [(_s(raw), score) for raw, score in index[base:base + CHUNK]]
+            named = [(b, score) for b, score in part if BATCH_RE.fullmatch(b)]
+            for b, _score in named:
+                meta, tmsgs, order = self._trash_keys(b)
                 pipe.type(tmsgs)  # read by restore only: its type checked here, before any restore
-                pipe.hmget(meta, ["action", "queue", "user", "created"])
+                pipe.hmget(meta, ["action", "queue", "user", "created", "filler", "touched"])
                 pipe.zcard(order)
                 pipe.zrange(order, 0, TRASH_IDS_LISTED - 1)  # what the batch holds, as the file trash says
-            res = self._call(pipe.execute, raise_on_error=False)
-            for i, (raw, score) in enumerate(part):
-                b = _s(raw)
-                kind, fields, count, ids = res[4 * i:4 * i + 4]
+            res = iter(self._call(pipe.execute, raise_on_error=False) if named else ())
+            for b, score in part:
+                if not BATCH_RE.fullmatch(b):  # planted: no key is made of its name
+                    self._broken.add(b)
+                    out.append(TrashBatch(batch=b, created_at=float(_num(score) or 0), action=BROKEN, queue=None,
+                                          count=0))
+                    continue
+                kind, fields, count, ids = (next(res) for _ in range(4))
                 errors = [r for r in (kind, fields, count, ids) if isinstance(r, rx.RedisError)]
                 if any("WRONGTYPE" not in str(e) for e in errors):
                     raise self._failed(errors[0])  # the server's problem (login, ACL), not the batch's
@@ -894,7 +1006,12 @@ class RsmqBackend(Backend):
                     out.append(TrashBatch(batch=b, created_at=float(_num(score) or 0), action=BROKEN, queue=None,
                                           count=0))
                     continue
-                action, queue, user, created = (None if v is None else _s(v) for v in fields)
+                action, queue, user, created, filler, touched = (None if v is None else _s(v) for v in fields)
+                if filler is not None:
+                    ago = now - float(_num(touched) or 0)
+                    if abs(ago) < self.fill_grace_s:  # a purge is filling it (either way of the clock)
+                        self._filling[b] = ago
+                        continue
                 when = _num(created)  # written by us, but anyone may plant a batch
                 out.append(TrashBatch(batch=b, created_at=float(when or 0), action=action or "?",
                                       queue=queue, count=int(count), user=user or "",
@@ -903,8 +1020,11 @@ class RsmqBackend(Backend):
 
     def trash_batch_queue(self, batch: str | None) -> tuple[str, str | None]:
         batches = self.trash_list()
+        if batch is not None and batch in self._filling:
+            raise OperationError(self._filling_line(batch))
         if not batches:
-            raise OperationError("the trash is empty")
+            raise OperationError("the trash is empty" + (f" (but for {len(self._filling)} batch(es) being filled by "
+                                                         "a delete or purge still running)" if self._filling else ""))
         if batch is None:
             # the newest batch that can be restored: a broken one never stands in the way
             pick = next((b for b in reversed(batches) if b.batch not in self._broken), None)
@@ -926,29 +1046,35 @@ class RsmqBackend(Backend):
         if queue is None:
             raise OperationError(f"trash batch {name} names no queue")
         self.validate_queue_name(queue)  # the batch's own record: anyone may plant a batch
+        if self._take([name])[name] != "ok":  # a purge started filling it since it was listed
+            raise OperationError(self._filling_line(name))
         meta, tmsgs, torder = self._trash_keys(name)
         keys = [self.zkey(queue), self.hkey(queue), tmsgs, torder]
-        done: list[str] = []
-        skipped: list[tuple[str, str]] = []
+        outs: list[tuple[str, str | None]] = []
+        part = self._stopped(outs)
         members = self._call(self._client.zrange, torder, 0, -1)  # raw: they go back as they are
         ids = [_s(m) for m in members]
         reasons = {"gone": "no longer in the trash", "noqueue": f"queue {queue!r} is gone",
                    "exists": f"an id like it is in {queue!r} again",
                    "foreign": "no message id (named like a queue field, or holding ':'); left in the trash"}
         for i, word in self._each("RESTORE", keys, [[m] for m in members]):
-            mid = ids[i]
-            if word == "ok":
-                done.append(mid)
-            else:
-                skipped.append((mid, reasons.get(word, word)))
+            outs.append((ids[i], None if word == "ok" else reasons.get(word, word)))
         if not self._call(self._client.zcard, torder):
             self._drop_batch(name)
-        return done, skipped
+        return part.done, part.skipped
 
     def trash_empty(self, older_than_s: float | None) -> list[tuple[str, str | None]]:
         now = self.now()
         old = [b.batch for b in self.trash_list() if older_than_s is None or now - b.created_at >= older_than_s]
+        # each taken first (a dead purge's sealed): one a purge has begun filling since the
+        # listing is left, and said
+        taken = self._take(old)
+        out: list[tuple[str, str | None]] = []
         for i, batch in enumerate(old):
+            if taken[batch] != "ok":
+                out.append((batch, self._filling_line(batch)))
+                continue
             self._drop_batch(batch)  # one round trip (UNLINK: freed off the server's main thread)
+            out.append((batch, None))
             self.tick(i + 1, len(old))
-        return [(b, None) for b in old]
+        return out
