@@ -14,6 +14,14 @@ class ReadOnlyError(QConsoleError):
     """A mutation asked for in read-only mode; raised before anything is touched."""
 
 
+#: distinct skip reasons a summary line names (the most frequent; the lines after it name each skip)
+SUMMARY_REASONS = 3
+#: characters of one reason in a summary line
+REASON_SHOWN = 120
+
+
+def _cut(reason: str) -> str:
+    return reason if len(reason) <= REASON_SHOWN else reason[: REASON_SHOWN - 1] + "…"
 
 
 @dataclass
@@ -32,8 +40,12 @@ class OpResult:
         where = f" {self.queue}" if self.queue else ""
         line = f"{self.action}{where}: {len(self.done)} done"
         if self.skipped:
+            # one line: reasons can carry ids or file names, so 2,000 skips made a 192 KB line (review)
             reasons = Counter(reason for _id, reason in self.skipped)
-            detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
+            shown = sorted(reasons.items(), key=lambda rn: (-rn[1], rn[0]))[:SUMMARY_REASONS]
+            detail = ", ".join(f"{n} {_cut(r)}" for r, n in shown)
+            if len(reasons) > len(shown):
+                detail += f", {len(reasons) - len(shown)} other reason(s)"
             line += f", {len(self.skipped)} skipped ({detail})"
         if self.unknown:
             line += f", up to {self.unknown} more may have been done (sent, no answer)"
