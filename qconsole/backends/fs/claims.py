@@ -436,25 +436,31 @@ def _recover_token(c: safety.Confined, root_path: str, items: list[tuple[str, st
     if not force and any(owner_alive(o, stats[(d, n)], now) for d, n, o in items):
         report.live.extend(rel(d, n) for d, n, _o in items)
         return
-    irregular = [(d, n) for d, n, _o in items if not _is_reg(stats[(d, n)])]
+    # whatever is left alone is left whole, and every file of it is named and counted: a
+    # claim left hides a message from every client
+    leave = lambda why, culprits: _leave(report, rel, items, culprits, why)  # noqa: E731
+    irregular = {(d, n): "not a regular file" for d, n, _o in items if not _is_reg(stats[(d, n)])}
     if irregular:
-        for d, n in irregular:
-            report.problems.append(f"{rel(d, n)}: not a regular file; left alone")
+        leave(f"its token's leftover {rel(*next(iter(irregular)))} is not a regular file", irregular)
         return
     claims = [(d, n, o) for d, n, o in items if o.kind == CLAIM]
     journals = [(d, n, o) for d, n, o in items if o.kind == JOURNAL]
     tmps = [(d, n, o) for d, n, o in items if o.kind in (TMP, CFG)]
     # a claim is put back in its own directory, as the name it had: check that first
     targets = []
+    bad: dict[tuple[str, str], str] = {}
     for d, n, o in claims:
         why = _claim_problem(d, o, is_message)
         if why:
-            report.problems.append(f"{rel(d, n)}: {why}; left alone")
-            return
+            bad[(d, n)] = why
         qdir = os.path.dirname(d) if (o.relpath or "").startswith("work/") else d
         targets.append((d, n, o, qdir))
+    if bad:
+        leave(f"another claim of its token ({rel(*next(iter(bad)))}) does not validate", bad)
+        return
     if len(claims) > 1 or len(journals) > 1:
-        report.problems.append(f"{rel(*items[0][:2])}: more than one claim or journal for one token; left alone")
+        leave(f"its token {items[0][2].token} names {len(claims)} claims and {len(journals)} journals "
+              "(one message has one of each at most)", {})
         return
     doc = None
     if journals:
@@ -463,7 +469,8 @@ def _recover_token(c: safety.Confined, root_path: str, items: list[tuple[str, st
         if doc is not None:
             why = _journal_problem(c, root_path, doc, jo, claims[0][2].relpath if claims else None, is_message)
             if why:
-                report.problems.append(f"{rel(jd, jn)}: journal does not validate ({why}); left alone")
+                leave(f"its token's journal {rel(jd, jn)} does not validate",
+                      {(jd, jn): f"journal does not validate ({why})"})
                 return
     committed = False
     if doc is not None:
@@ -472,8 +479,8 @@ def _recover_token(c: safety.Confined, root_path: str, items: list[tuple[str, st
         if not source_there:
             # the commit rename happened when the final message (in any state) is there
             if not id_live(c, dest_dir, doc["final"]):
-                report.problems.append(f"{rel(*journals[0][:2])}: the journal's commit source and final message "
-                                       "are both missing; left alone")
+                leave(f"its token's journal {rel(*journals[0][:2])} cannot be settled",
+                      {journals[0][:2]: "the journal's commit source and final message are both missing"})
                 return
             # a live final proves the commit only when it carries the claimed message's id
             # (ddmq keeps ids); a planted journal could name any live message, and dropping
@@ -481,8 +488,9 @@ def _recover_token(c: safety.Confined, root_path: str, items: list[tuple[str, st
             claimed = (claims[0][2].relpath or "").rpartition("/")[2] if claims else None
             if claims and (msg_id is None or msg_id(doc["final"]) is None
                            or msg_id(doc["final"]) != msg_id(claimed or "")):
-                report.problems.append(f"{rel(*journals[0][:2])}: nothing proves its commit happened (the final "
-                                       "message does not carry the claimed id); left alone for an operator")
+                leave(f"its token's journal {rel(*journals[0][:2])} cannot be settled",
+                      {journals[0][:2]: "nothing proves its commit happened (the final message does not carry "
+                                        "the claimed id)"})
                 return
             committed = True
         elif _is_reg(c.lstat(os.path.join(dest_dir, doc["commit_from"]))):
@@ -492,6 +500,8 @@ def _recover_token(c: safety.Confined, root_path: str, items: list[tuple[str, st
             if not _same_owner(parse_owned(doc["commit_from"]), journals[0][2]) \
                     and not c.same_file(cf, os.path.join(dest_dir, doc["tmp"])):
                 report.problems.append(f"{rel(dest_dir, doc['commit_from'])}: not the journal's copy; left alone")
+                leave(f"its token's journal names {rel(dest_dir, doc['commit_from'])} as its copy, which it is not",
+                      {})
                 return
             c.unlink(cf)
             report.removed_temp.append(rel(dest_dir, doc["commit_from"]))
@@ -523,6 +533,17 @@ def _recover_token(c: safety.Confined, root_path: str, items: list[tuple[str, st
             report.problems.append(f"{rel(d, n)}: could not put back as {o.relpath!r}; left in place")
     for d, n, _o in journals:
         c.unlink(os.path.join(d, n))
+
+
+def _leave(report: RecoverReport, rel: Callable[[str, str], str], items: list[tuple[str, str, Owned]],
+           culprits: dict[tuple[str, str], str], why: str) -> None:
+    """A problem line for every leftover in ``items``, left alone: the ``culprits`` first,
+    with their own reason, then the others with ``why``."""
+    for (d, n), reason in culprits.items():
+        report.problems.append(f"{rel(d, n)}: {reason}; left alone")
+    for d, n, _o in items:
+        if (d, n) not in culprits:
+            report.problems.append(f"{rel(d, n)}: {why}; left alone")
 
 
 def _is_reg(st: os.stat_result | None) -> bool:
