@@ -167,8 +167,12 @@ class Backend:
     #: changes that can stop half-way (remove, move, requeue, restore): the operation resets it
     #: before a change and reports it when the change stops early (ctrl+c, an error)
     partial: Partial | None = None
+    #: the last ``(done, total)`` a change ticked: what a change that keeps no ``partial`` says
+    #: when it stops early (how far it got, not which ones)
+    ticked: tuple[int, int] | None = None
 
     def tick(self, done: int, total: int) -> None:
+        self.ticked = (done, total)
         if self.progress is not None:
             self.progress(done, total)
 

@@ -73,6 +73,7 @@ class Operations:
     def _run(self, action: str, queue: str | None, body: Callable[[], OpResult], **fields: Any) -> OpResult:
         self._guard(action)
         self.root.partial = None  # filled by the backend as the change goes
+        self.root.ticked = None
         try:
             result = body()
         except KeyboardInterrupt as err:
@@ -99,17 +100,21 @@ class Operations:
         (the CLI prints its summary after the error line): a purge stopped half-way names the
         trash batch that undoes what it did."""
         part = self.root.partial
+        processed = None
         if part is not None:
             done, skipped, batch, unknown = part.done, part.skipped, part.batch, part.unknown
         else:
             done = list(getattr(self.root, "published", None) or []) if action == "publish" else []
             skipped, batch, unknown = [], None, 0
+            if not done and self.root.ticked and self.root.ticked[0] > 0:
+                processed = self.root.ticked  # a change that keeps no record per id: how far it got
+        extra = {"processed": list(processed)} if processed else {}
         self._audit(queue, action, **outcome, ids=done[:1000], count=len(done),
-                    skipped=[list(x) for x in skipped[:1000]], batch=batch, unknown=unknown, **fields)
-        if part is not None or done:  # (a change the backend tracks says so even when it did nothing)
+                    skipped=[list(x) for x in skipped[:1000]], batch=batch, unknown=unknown, **extra, **fields)
+        if part is not None or done or processed:  # (a change the backend tracks says so even when it did nothing)
             try:
                 err.partial = OpResult(action, queue, done=done, skipped=skipped, batch=batch,  # type: ignore[attr-defined]
-                                       unknown=unknown)
+                                       unknown=unknown, processed=processed)
             except AttributeError:  # an exception type without a __dict__
                 pass
 

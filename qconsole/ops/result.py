@@ -33,11 +33,17 @@ class OpResult:
     batch: str | None = None  # trash batch id for delete/purge
     #: changes sent whose answer never came (a change stopped by a lost connection): done or not
     unknown: int = 0
+    #: (processed, total) of a change stopped early that keeps no record per id (the file stores'
+    #: requeue, trash restore): how far it got, done or skipped, not which ones
+    processed: tuple[int, int] | None = None
 
     def summary(self, *, command_hint: bool = True) -> str:
         """One line for a status bar or the CLI (``command_hint``: with the shell command that
         undoes it, which the console, where ``u`` does and several roots may be open, leaves out)."""
         where = f" {self.queue}" if self.queue else ""
+        if self.processed is not None and not self.done:
+            return (f"{self.action}{where}: stopped after about {self.processed[0]} of {self.processed[1]} "
+                    "(done or skipped; not recorded one by one)")
         line = f"{self.action}{where}: {len(self.done)} done"
         if self.skipped:
             # one line: reasons can carry ids or file names, so 2,000 skips made a 192 KB line (review)

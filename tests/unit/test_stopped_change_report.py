@@ -92,3 +92,37 @@ def test_a_stopped_move_reports_what_it_committed(tmp_path):
     moved = len(os.listdir(os.path.join(root, "dest")))
     assert 0 < moved < 1000 and len(info.value.partial.done) == moved == _last(tmp_path)["count"]
     assert f"move q: {moved} done" in errors.interrupted_line(info.value)
+
+
+def _held_root(tmp_path, n: int) -> str:
+    root = tmp_path / "held"
+    (root / "q").mkdir(parents=True)
+    for i in range(n):  # consumed long ago: expired in-flight
+        (root / "q" / f"{BASE + i}.1700000000").write_text("x")
+    return str(root)
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, OperationError], ids=["ctrl-c", "error"])
+def test_a_stopped_change_that_keeps_no_record_per_id_says_how_far_it_got(tmp_path, stop):
+    """A file requeue keeps no per-id record while it runs (one batch of renames): stopped
+    half-way it said nothing and logged count 0, with 11,724 of 20,000 requeued (review A #1).
+    It now says and logs how far it got."""
+    n = 3000
+    root = _held_root(tmp_path, n)
+    ops = Operations(open_target(root), audit_log=str(tmp_path / "audit"))
+
+    def tick(done: int, total: int) -> None:
+        if done >= 1000:
+            raise stop("stopped by the test")
+
+    ops.root.progress = tick
+    with pytest.raises(stop) as info:
+        ops.requeue("q", all_held=True)
+    ready = sum(1 for n_ in os.listdir(os.path.join(root, "q")) if "." not in n_)
+    part = info.value.partial
+    processed, total = part.processed
+    assert total == n and 0 < processed <= ready + 256, (processed, ready)
+    rec = _last(tmp_path)
+    assert rec["processed"] == [processed, total] and rec["count"] == 0
+    line = errors.interrupted_line(info.value) if stop is KeyboardInterrupt else errors.error_line(info.value)[0]
+    assert f"requeue q: stopped after about {processed} of {n}" in line, line
