@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 MACHINE_FORMATS = ("json", "prometheus")
+#: the largest age threshold ``check`` takes (100 years, s): more is no age, and went into the
+#: perfdata as hundreds of digits
+MAX_AGE_S = 3_153_600_000
 FORMATS = (*MACHINE_FORMATS, "table")
 
 
@@ -87,7 +90,8 @@ def _value(kind: str, value: str) -> Any:
     if kind == "seconds":
         whole, dot, frac = value.partition(".")
         ok = whole.isascii() and whole.isdigit() and (not dot or (frac.isascii() and frac.isdigit()))
-        return float(value) if ok else None
+        # 400 digits made inf, which went into the perfdata: typer's check says what is wrong
+        return float(value) if ok and float(value) <= MAX_AGE_S else None
     return None
 
 

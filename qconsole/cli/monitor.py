@@ -129,13 +129,14 @@ def check(
     audit_log: AuditLogOpt = None,
 ) -> None:
     """Nagios/Icinga plugin: one status line with perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
-    from ..fastpath import check_line
+    from ..fastpath import MAX_AGE_S, check_line
 
     thresholds = {"warn_ready": warn_ready, "crit_ready": crit_ready, "warn_age": warn_age, "crit_age": crit_age,
                   "warn_expired": warn_expired, "crit_expired": crit_expired}
     for name, value in (("--warn-age", warn_age), ("--crit-age", crit_age)):
-        if value is not None and not math.isfinite(value):  # inf passes typer's min=0, and went into the perfdata
-            raise typer.BadParameter(f"must be a finite number of seconds, got {value}", param_hint=f"'{name}'")
+        if value is not None and not (math.isfinite(value) and value <= MAX_AGE_S):  # inf passes typer's min=0
+            raise typer.BadParameter(f"must be a number of seconds up to {MAX_AGE_S} (100 years), got {value:g}",
+                                     param_hint=f"'{name}'")
     code, line = check_line(pick_root(root, root_opt), layout, queue, thresholds, check_types=check_types, jobs=jobs)
     sys.stdout.write(line + "\n")
     raise typer.Exit(code)
