@@ -310,7 +310,11 @@ class Operations:
             raise OperationError(f"{queue!r} already exists in {self.root.target}")
 
         def body() -> OpResult:
-            self.root.create_queue(queue)
+            try:
+                self.root.create_queue(queue)
+            except FileExistsError:  # a file or a directory of that name that is no queue (ddmq.yaml...)
+                raise OperationError(f"{queue!r} is in {self.root.target} already, and is not a "
+                                     f"{self.root.kind} queue") from None
             return OpResult("create", queue, done=[queue])
 
         return self._run("create", queue, body, layout=self.root.kind, made_root=made_root)

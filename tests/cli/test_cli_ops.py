@@ -330,3 +330,14 @@ def test_audit_shows_a_head_of_an_unparsable_line_not_the_whole_megabyte(droot):
     line = next(x for x in out.splitlines() if x.startswith("(unparsable)"))
     assert len(line) < 300 and "500000 characters" in line, line[:400]
     assert any("publish" in x for x in out.splitlines())
+
+
+@pytest.mark.parametrize("name", ["ddmq.yaml", "notes"])
+def test_create_over_something_that_is_no_queue_says_so(droot, name):
+    """`create ddmq.yaml` said only 'ddmq.yaml: File exists' (review)."""
+    if name == "notes":
+        os.makedirs(os.path.join(droot, name))
+    before = tree(droot)
+    res = run("create", name, "-r", droot)
+    assert res.exit_code == 2 and f"'{name}' is in {droot} already, and is not a ddmq queue" in res.output, res.output
+    assert tree(droot) == before
