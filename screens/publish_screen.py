@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Vertical
+from textual.containers import Grid, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Static, TextArea
 
@@ -19,6 +19,7 @@ from qconsole.safetext import safe_name, safe_text
 from .dialogs import ConfirmScreen
 from .names import ROOT_W, short_name
 from .services import services
+from .settings_screen import reroute
 
 #: publishing more than this from a form is a mistake, not a test
 MAX_COUNT = 100_000
@@ -84,6 +85,11 @@ class PublishScreen(Screen[bool]):
     BINDINGS = [
         Binding("ctrl+s", "publish", "Publish", id="publish.send"),
         Binding("escape", "cancel", "Cancel", id="publish.cancel"),
+        # priority: focus moves as tab arrives, so the keys typed after it in one burst (a paste,
+        # a fast typist) go to the next field; they went to the field tab was leaving
+        Binding("tab", "app.focus_next", "Next field", show=False, priority=True, id="publish.next"),
+        Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True,
+                id="publish.previous"),
     ]
 
     def __init__(self, root: Backend, queue: str) -> None:
@@ -101,7 +107,9 @@ class PublishScreen(Screen[bool]):
         where = f" · root {short_name(label, ROOT_W)}" if label else ""
         yield Static(Text.assemble(("publish to ", "bold"), (safe_name(self.queue), "bold"),
                                    (f"  ({self.qroot.title}{where})", "dim")), id="ptitle")
-        with Vertical(id="publish"):
+        # scrolls on a short terminal (the form needs ~18 rows): every field can be reached and
+        # the focused one is scrolled into view; not focusable itself (tab goes field to field)
+        with VerticalScroll(id="publish", can_focus=False):
             yield Label("payload")
             # empty, not a sample: typing must not prepend to a pre-filled payload
             area = TextArea("", id="payload", soft_wrap=True, tab_behavior="focus")
@@ -118,8 +126,21 @@ class PublishScreen(Screen[bool]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#payload", TextArea).focus()
+        # at once (focus() waits for the app's queue): the keys typed after p land in the payload
+        self.set_focus(self.query_one("#payload", TextArea))
         self.check()
+
+    def on_key(self, event: events.Key) -> None:
+        # a key the app gave the screen itself (pushed without waiting for its mount: no field had
+        # the focus yet) goes to the field that has it now; fields take every printable key
+        if event.is_printable and not getattr(event, "rerouted", False) and self.focused is not None:
+            reroute(event, self.focused)
+
+    def on_resize(self) -> None:
+        # a terminal made shorter: the field being typed in stays in view
+        focused = self.focused
+        if focused is not None:
+            self.call_after_refresh(focused.scroll_visible, animate=False)
 
     @property
     def form_label(self) -> str:

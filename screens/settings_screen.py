@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, VerticalScroll
@@ -26,6 +26,9 @@ from .names import ROOT_W, short_name
 from .services import services
 
 LEVELS = ("root", "queue")
+#: keys of the files' own (not the store's) shown as fields at most: a planted ddmq.yaml of
+#: 1,500 keys made 6,000 widgets, seconds per key typed; the rest are kept as they are on save
+MAX_OTHER_KEYS = 50
 
 
 def show_value(value: Any) -> str:
@@ -40,6 +43,15 @@ def file_values(root: dict[str, Setting], queue: dict[str, Setting]) -> dict[str
     """What each level's own file says, from the effective settings of the root and of the queue."""
     return {"root": {k: s.value for k, s in root.items() if s.source == "root"},
             "queue": {k: s.value for k, s in queue.items() if s.source == "queue"}}
+
+
+def reroute(event: events.Key, widget: Any) -> None:
+    """A key the screen was given before ``widget`` had the focus, to ``widget``."""
+    event.stop()
+    event.prevent_default()
+    again = events.Key(event.key, event.character)
+    again.rerouted = True  # type: ignore[attr-defined]
+    widget.post_message(again)
 
 
 class Saved:
@@ -58,6 +70,11 @@ class SettingsScreen(Screen[None]):
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="settings.save"),
         Binding("escape", "back", "Back", id="settings.back"),
+        # priority: focus moves as tab arrives, so keys typed after it in one burst go to the
+        # next field (they went to the field tab was leaving)
+        Binding("tab", "app.focus_next", "Next field", show=False, priority=True, id="settings.next"),
+        Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True,
+                id="settings.previous"),
     ]
 
     MUTATING = frozenset({"save"})
@@ -85,6 +102,15 @@ class SettingsScreen(Screen[None]):
         self.defaults: dict[str, Any] = {}
         #: False when the store has no root-wide settings (its root column stays disabled)
         self.root_level = True
+        #: the form's fields, in order (None: not loaded yet)
+        self.fields: list[Input] | None = None
+        #: the effective column's labels by key, and the text each shows (updated only when it changes)
+        self.effective: dict[str, Label] = {}
+        self._shown: dict[str, Text] = {}
+        #: the (level, key) fields whose text does not parse (shown as invalid in the effective column)
+        self.invalid: set[tuple[str, str]] = set()
+        #: printable keys typed before the fields were there (said once the form is loaded)
+        self.early_keys = 0
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -92,7 +118,8 @@ class SettingsScreen(Screen[None]):
         where = f"  root {short_name(label, ROOT_W)}" if label else ""
         yield Static(Text.assemble(("settings  ", "bold"), ("queue ", "dim"), (safe_name(self.queue), "bold"),
                                    (where, "dim")), id="stitle")
-        with VerticalScroll(id="settings"):
+        # not focusable itself: tab goes from field to field, and the focused field is in view
+        with VerticalScroll(id="settings", can_focus=False):
             if not self.qroot.can(SETTINGS):
                 yield Static(Text(f"{self.qroot.title} queues have no settings.", style="italic"), id="nosettings")
             else:
@@ -130,8 +157,15 @@ class SettingsScreen(Screen[None]):
             return
         self.files = event.files
         self.defaults = event.defaults
+        self.fields = []
         known = [f.key for f in self.qroot.setting_fields]
-        self.keys = known + sorted(k for k in event.eff if k not in known)
+        others = sorted(k for k in event.eff if k not in known)
+        self.keys = known + others[:MAX_OTHER_KEYS]
+        if len(others) > MAX_OTHER_KEYS:  # said above the form, where it is seen
+            more = len(others) - MAX_OTHER_KEYS
+            await box.mount(Static(Text(f"{more} more key(s) in the files are not shown here: a save keeps them as "
+                                        f"they are (qconsole config {safe_name(self.queue)} lists them all)",
+                                        style="yellow"), id="smore"))
         grid = Grid(id="sgrid")
         await box.mount(grid)
         # the input columns' headings are indented like the inputs' text (their padding)
@@ -149,10 +183,31 @@ class SettingsScreen(Screen[None]):
                             disabled=services(self).read_only or (level == "root" and not self.root_level))
                 inp.setting = (level, key)  # type: ignore[attr-defined]
                 cells.append(inp)
+                self.fields.append(inp)
             cells.append(Label(id=f"eff--{key}" if key.isidentifier() else None, classes="effective"))
             cells[-1].setting_key = key  # type: ignore[attr-defined]
-        await grid.mount_all(cells)
+            self.effective[key] = cells[-1]
+        # each field says Changed for its first value: one recompute for them all, not one per
+        # field over every field (a planted ddmq.yaml of 1,500 keys froze the console for minutes)
+        with self.prevent(Input.Changed):
+            await grid.mount_all(cells)
         self.recompute()
+        first = next((f for f in self.fields if not f.disabled), None)
+        if first is not None and self.focused is None:
+            self.set_focus(first)  # typing goes to the first field at once (nothing was focused)
+        if self.early_keys:
+            services(self).say(f"{self.early_keys} key(s) typed before the settings were read were not taken",
+                               "warning")
+
+    def on_key(self, event: events.Key) -> None:
+        if not event.is_printable or getattr(event, "rerouted", False):
+            return
+        if self.fields is None:  # before the fields are there a typed key reaches nothing: said
+            self.early_keys += 1
+        elif self.focused in self.fields:
+            # the app gave it to the screen (no field had the focus yet) and a field has it now:
+            # it goes there (a field takes every printable key: none comes up from one)
+            reroute(event, self.focused)
 
     def _file_text(self, level: str, key: str) -> str:
         file = self.files.get(level, {})
@@ -163,7 +218,8 @@ class SettingsScreen(Screen[None]):
         """The values typed per level (empty fields left out) and every problem found."""
         out: dict[str, dict[str, Any]] = {level: {} for level in LEVELS}
         problems: list[str] = []
-        for inp in self.query(Input).filter(".setting"):
+        self.invalid = set()
+        for inp in self.fields or ():
             level, key = inp.setting  # type: ignore[attr-defined]
             text = inp.value
             if text.strip() == "":
@@ -171,6 +227,7 @@ class SettingsScreen(Screen[None]):
                     # said while typing, not refused at ctrl+s after "1 to remove"
                     problems.append(f"{level}: {key}: {self.qroot.title} settings cannot be removed; give a value")
                     inp.add_class("invalid")
+                    self.invalid.add((level, key))
                     continue
                 inp.remove_class("invalid")
                 continue
@@ -180,9 +237,11 @@ class SettingsScreen(Screen[None]):
             except QConsoleError as err:
                 problems.append(f"{level}: {err}")
                 inp.add_class("invalid")
+                self.invalid.add((level, key))
             except Exception as err:  # noqa: BLE001 (a store's parser at fault: typed text never ends the console)
                 problems.append(f"{level}: {key}: not understood ({type(err).__name__}: {err})")
                 inp.add_class("invalid")
+                self.invalid.add((level, key))
         for level in LEVELS:
             try:
                 problems.extend(f"{level}: {p}" for p in self.qroot.validate_settings(out[level]))
@@ -198,7 +257,7 @@ class SettingsScreen(Screen[None]):
         is changes nothing.
         """
         out: dict[str, tuple[dict[str, Any], list[str]]] = {level: ({}, []) for level in LEVELS}
-        for inp in self.query(Input).filter(".setting"):
+        for inp in self.fields or ():
             level, key = inp.setting  # type: ignore[attr-defined]
             text = inp.value.strip()
             if text == self.initial.get((level, key), "").strip():
@@ -212,13 +271,21 @@ class SettingsScreen(Screen[None]):
 
     def recompute(self) -> None:
         typed, problems = self.values()
-        for label in self.query(Label).filter(".effective"):
-            key = label.setting_key  # type: ignore[attr-defined]
-            value, source = self.defaults.get(key), "default"
+        for key, label in self.effective.items():
+            if key in self.defaults and self.defaults[key] is not None:
+                text = Text.assemble(safe_text(show_value(self.defaults[key]), keep_newlines=False), (" (default)", "dim"))
+            else:  # (RSMQ has no defaults: every queue has its own value)
+                text = Text("-", style="dim")
             for level in LEVELS:
-                if key in typed[level]:
-                    value, source = typed[level][key], level
-            label.update(Text.assemble(safe_text(show_value(value), keep_newlines=False), (f" ({source})", "dim")))
+                if (level, key) in self.invalid:
+                    # the level's field wins over the ones before it: what it holds now is no value
+                    text = Text.assemble(("invalid", "bold red"), (f" ({level})", "dim"))
+                elif key in typed[level]:
+                    text = Text.assemble(safe_text(show_value(typed[level][key]), keep_newlines=False),
+                                         (f" ({level})", "dim"))
+            if self._shown.get(key) != text:  # (only what changed: a label update lays the grid out again)
+                self._shown[key] = text
+                label.update(text)
         err = self.query_one("#serror", Static)
         pending = self.changes(typed)
         if problems:
@@ -265,7 +332,7 @@ class SettingsScreen(Screen[None]):
 
         # what is being saved is the baseline at once: escape right after ctrl+s asked to drop
         # "1 field(s) changed" until the read-back landed
-        self.saved = {inp.setting: inp.value for inp in self.query(Input).filter(".setting")}  # type: ignore[attr-defined]
+        self.saved = {inp.setting: inp.value for inp in self.fields or ()}  # type: ignore[attr-defined]
         self.initial.update(self.saved)
         for level, (to_set, to_unset) in pending.items():
             file = self.files.setdefault(level, {})
@@ -297,7 +364,7 @@ class SettingsScreen(Screen[None]):
         self.files = files
         if not self.is_attached:  # the operator left the screen meanwhile
             return
-        for inp in self.query(Input).filter(".setting"):
+        for inp in self.fields or ():
             level, key = inp.setting  # type: ignore[attr-defined]
             text = self._file_text(level, key)
             self.initial[(level, key)] = text
@@ -313,7 +380,7 @@ class SettingsScreen(Screen[None]):
     def unsaved(self) -> int:
         """How many fields differ from what their file says (or from what was last saved)."""
         return sum(inp.value != self.initial.get(inp.setting)  # type: ignore[attr-defined]
-                   for inp in self.query(Input).filter(".setting"))
+                   for inp in self.fields or ())
 
     def action_back(self) -> None:
         """Back; with unsaved edits, only after a yes (escape dropped them silently)."""
