@@ -12,10 +12,15 @@ from textual.widgets.option_list import Option
 
 from qconsole.safetext import escape_controls, safe_text
 
+#: a dialog's screen on a short terminal (below 16 rows) is ``-short``: thinner padding and
+#: one-row buttons, so Yes and No fit at 40x12 (their three-row buttons were cut off)
+DIALOG_BREAKPOINTS = [(0, "-short"), (16, "-tall")]
+
 
 class ConfirmScreen(ModalScreen[bool]):
     """Ask before anything destructive; `y` confirms, `n`/escape declines (the default)."""
 
+    VERTICAL_BREAKPOINTS = DIALOG_BREAKPOINTS
     BINDINGS = [
         Binding("y", "answer(True)", "Yes", id="confirm.yes"),
         Binding("n,escape", "answer(False)", "No", id="confirm.no"),
@@ -32,8 +37,9 @@ class ConfirmScreen(ModalScreen[bool]):
             if self.detail:
                 yield Label(safe_text(self.detail), classes="detail")
             with Horizontal(classes="buttons"):
-                yield Button("No", id="no", variant="primary")
-                yield Button("Yes", id="yes", variant="error")
+                # the keys on the buttons: y and n answer from anywhere in the dialog
+                yield Button("No (n)", id="no", variant="primary")
+                yield Button("Yes (y)", id="yes", variant="error")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -49,6 +55,7 @@ class ConfirmScreen(ModalScreen[bool]):
 class TypedConfirmScreen(ModalScreen[bool]):
     """For what cannot be taken back lightly (purge): the operator types the queue's name."""
 
+    VERTICAL_BREAKPOINTS = DIALOG_BREAKPOINTS
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="typed.cancel")]
 
     def __init__(self, question: str, detail: str, expected: str) -> None:
@@ -87,6 +94,7 @@ class TypedConfirmScreen(ModalScreen[bool]):
 class AskTextScreen(ModalScreen[str | None]):
     """One line of text (a file name to save to); escape cancels."""
 
+    VERTICAL_BREAKPOINTS = DIALOG_BREAKPOINTS
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="ask.cancel")]
 
     def __init__(self, question: str, value: str = "") -> None:
@@ -113,6 +121,7 @@ class AskTextScreen(ModalScreen[str | None]):
 class PickQueueScreen(ModalScreen[str | None]):
     """Pick a destination queue (for move)."""
 
+    VERTICAL_BREAKPOINTS = DIALOG_BREAKPOINTS
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="pick.cancel")]
 
     def __init__(self, title: str, names: list[str]) -> None:
