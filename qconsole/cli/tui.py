@@ -10,9 +10,9 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..backends import open_target, same_target
-from ..errors import QConsoleError
+from ..errors import ExitCode, QConsoleError
 from .app import app
-from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootOpt, guarded, pick_root
+from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootOpt, fail, guarded, pick_root
 
 WarnReady = Annotated[Optional[int], typer.Option("--warn-ready", min=0, help="Highlight queues with this many ready messages (as `check`).", show_default=False)]
 CritReady = Annotated[Optional[int], typer.Option("--crit-ready", min=0, help="Highlight as critical at this many ready.", show_default=False)]
@@ -29,6 +29,22 @@ RootsArg = Annotated[
                    "redis://[user@]host[:port][/db][?ns=NAME], rediss://... or unix:///path/redis.sock "
                    "(or --root / $QCONSOLE_ROOT).", show_default=False),
 ]
+
+
+def run_console(console: Any) -> None:
+    """Run the Textual app; a crash is a non-zero exit and one line after Textual's traceback.
+
+    Textual catches an exception in a handler, prints its traceback once the terminal is back and
+    returns from ``run()`` normally: the process exited 0, so ``qconsole ...; echo $?`` or a
+    supervisor could not tell a crash from a quit."""
+    console.run()
+    error = getattr(console, "_exception", None)  # the first exception Textual kept (it re-raises it under Pilot)
+    code = console.return_code
+    if error is None and not code:
+        return
+    what = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}" if error is not None else f"code {code}"
+    # (write_error escapes the controls a planted name in the message may hold)
+    raise fail(f"the console stopped on an internal error ({what}); the traceback is above", ExitCode.INTERNAL)
 
 
 def open_targets(roots: list[str] | None, root_opt: str | None, layout: str) -> list[Any]:
@@ -78,9 +94,10 @@ def open_(
         from qconsole.screens.app import QConsoleApp
 
         with job_control_restored():
-            QConsoleApp(handles, interval=interval, read_only=read_only, audit_log=audit_log,
-                        thresholds=Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired, crit_expired),
-                        poison_threshold=poison_threshold, first_counts=first).run()
+            run_console(QConsoleApp(handles, interval=interval, read_only=read_only, audit_log=audit_log,
+                                    thresholds=Thresholds(warn_ready, crit_ready, warn_age, crit_age, warn_expired,
+                                                          crit_expired),
+                                    poison_threshold=poison_threshold, first_counts=first))
     finally:
         for f in first:
             if f is not None:
@@ -130,5 +147,5 @@ def demo(
     from qconsole.screens.app import QConsoleApp
 
     with demo_session(dir_) as (roots, _sim), job_control_restored():
-        QConsoleApp([open_target(r) for r in roots], interval=interval, read_only=read_only,
-                    thresholds=_demo_thresholds()).run()
+        run_console(QConsoleApp([open_target(r) for r in roots], interval=interval, read_only=read_only,
+                                thresholds=_demo_thresholds()))
