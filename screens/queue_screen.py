@@ -95,8 +95,10 @@ class QueueScreen(Screen[None]):
         Binding("i", "invert", "Invert marks", show=False, id="queue.invert"),
         Binding("a", "mark_all", "Mark all / none", show=False, id="queue.mark_all"),
         Binding("shift+up,shift+down", "noop", "Mark a range", show=False, id="queue.range"),
-        Binding("p", "publish", "Publish", show=False, id="queue.publish"),
-        Binding("s", "settings", "Settings", show=False, id="queue.settings"),
+        # priority (run as the key arrives, the form mounted and focused before the next key is
+        # taken): keys typed after p in one burst went to the list and were lost
+        Binding("p", "publish", "Publish", show=False, id="queue.publish", priority=True),
+        Binding("s", "settings", "Settings", show=False, id="queue.settings", priority=True),
         Binding("g", "rescan", "Rescan", show=False, id="queue.rescan"),
     ]
 
@@ -205,9 +207,9 @@ class QueueScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MUTATING_ACTIONS and self.qapp.read_only:
             return False  # read-only: the key is not offered at all
-        if action == "search" and self.focused is self.query_one("#qsearch", Input):
-            # / is a priority key: typed in the box it is text (the screen's focus is set at
-            # once; has_focus follows only when the box has handled its Focus event)
+        if action in ("search", "publish", "settings") and self.focused is self.query_one("#qsearch", Input):
+            # /, p and s are priority keys: typed in the box they are text (the screen's focus is
+            # set at once; has_focus follows only when the box has handled its Focus event)
             return False
         if action == "settings":
             return self.qroot.can(SETTINGS)
@@ -777,15 +779,16 @@ class QueueScreen(Screen[None]):
         source = f" from {safe_name(q)}{where}" if where else ""  # several roots: which `jobs`
         self.app.push_screen(PickQueueScreen(f"Move {len(ids)} message(s){source} to…", names), picked)
 
-    def action_publish(self) -> None:
+    async def action_publish(self) -> None:
         if self.qapp.refuse_if_read_only("publish"):
             return
-        self.app.push_screen(PublishScreen(self.qroot, self.queue), lambda _r: self.rescan())
+        # awaited: mounted, its payload focused, before the app takes the next key
+        await self.app.push_screen(PublishScreen(self.qroot, self.queue), lambda _r: self.rescan())
 
-    def action_settings(self) -> None:
+    async def action_settings(self) -> None:
         if not self.qroot.can(SETTINGS):
             return
-        self.app.push_screen(SettingsScreen(self.qroot, self.queue))
+        await self.app.push_screen(SettingsScreen(self.qroot, self.queue))
 
     def action_undo(self) -> None:
         self.qapp.undo_last(lambda _r: self.rescan())

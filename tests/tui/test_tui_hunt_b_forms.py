@@ -69,6 +69,28 @@ async def test_keys_typed_right_after_p_land_in_the_payload(ddmq_root: tuple[str
         assert app.screen.query_one("#payload").text == "hello"  # was "": the keys were lost
 
 
+async def test_keys_typed_right_after_p_on_the_queue_screen_land_in_the_payload(ddmq_root: tuple[str, Any]) -> None:
+    """The same burst from a queue screen (p and s were plain bindings there: keys went to the
+    list and were lost); p typed in the search box stays text."""
+    from qconsole.screens.publish_screen import PublishScreen
+    from qconsole.screens.queue_screen import QueueScreen
+
+    root, _broker = ddmq_root
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_queue(pilot, "jobs")
+        burst(app, "p", *"hello")
+        await settle(pilot)
+        assert isinstance(app.screen, PublishScreen)
+        assert app.screen.query_one("#payload").text == "hello"
+        await pilot.press("escape", "y")  # (the form asks before it drops the typed payload)
+        await settle(pilot)
+        assert isinstance(app.screen, QueueScreen)
+        await pilot.press("slash", "p", "s")
+        await settle(pilot)
+        assert isinstance(app.screen, QueueScreen) and app.screen.query_one("#qsearch").value == "ps"
+
+
 async def test_tab_in_a_burst_moves_the_focus_before_the_next_keys(ddmq_root: tuple[str, Any]) -> None:
     from qconsole.screens.publish_screen import PublishScreen
 
