@@ -18,7 +18,13 @@ reply with one line when:
   PING) have taken longer than ``CONNECT_TIMEOUT_S + SOCKET_TIMEOUT_S`` in all.
 
 Only a reply being waited for is timed: an idle connection (the console's, between refreshes)
-has no deadline. Imported only by :func:`.target.connect` (it imports redis).
+has no deadline. The framing (the line and string bounds) is looked at in Python, per string:
+it cost ~40% of a scan of a 300k-message queue (review), so it applies only until the server
+has answered the handshake and our PING as Redis does; from then on each reply is held to its
+size and to a deadline that grows with the bytes that arrived (the same 1 s per MiB), which
+stops a server that stalls or trickles. A server that speaks RESP through the handshake and
+then sends an endless line is stopped at :data:`REPLY_MAX`. Imported only by
+:func:`.target.connect` (it imports redis).
 """
 
 from __future__ import annotations
@@ -143,6 +149,8 @@ class BoundedSocket:
         self._until: float | None = None  # the handshake's deadline, when one applies
         self._armed = False
         self._got = 0
+        #: replies are framed (line and string bounds) until the handshake's last reply
+        self.framing = True
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._sock, name)
@@ -167,7 +175,8 @@ class BoundedSocket:
         self._sock.settimeout(self._timeout)
 
     def _deadline(self) -> tuple[float, str]:
-        own = self._start + SOCKET_TIMEOUT_S + self._framing.announced / MIN_RATE
+        grown = self._framing.announced if self.framing else self._got
+        own = self._start + SOCKET_TIMEOUT_S + grown / MIN_RATE
         if self._until is not None and self._until < own:
             return self._until, f"no complete answer within {HANDSHAKE_S:g} s of connecting (is this a Redis server?)"
         if not self._got:
@@ -196,7 +205,8 @@ class BoundedSocket:
         self._got += len(data)
         if self._got > REPLY_MAX:
             raise ReplyRefused(f"a reply over {REPLY_MAX >> 20} MiB: refused")
-        self._framing.feed(bytes(data))
+        if self.framing:
+            self._framing.feed(bytes(data))
 
     def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
         n = self._read(self._sock.recv_into, buffer, nbytes, flags)
@@ -221,7 +231,9 @@ class _Bounded:
         return BoundedSocket(super()._connect())  # type: ignore[misc]
 
     def _qc_connect(self, call: Any, *args: Any, **kwargs: Any) -> Any:
-        if self._qc_connecting:
+        if self._qc_connecting or getattr(self, "_sock", None) is not None:
+            # (redis-py calls connect() before every command: only a new connection is bounded
+            # as one; the handshake's deadline on every reply refused big ones after 8 s)
             return call(*args, **kwargs)
         self._qc_connecting = True
         self._qc_until = time.monotonic() + HANDSHAKE_S
@@ -247,6 +259,8 @@ class _Bounded:
             if getattr(self, "_sock", None) is sock:
                 sock.disarm()
         if not self._qc_connecting:
+            if self._qc_until is not None:  # the first reply after the handshake: a Redis server
+                sock.framing = False
             self._qc_until = None  # the first reply after the handshake was the last it bounds
         return response
 
