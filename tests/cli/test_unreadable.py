@@ -103,3 +103,17 @@ def test_a_readable_directory_without_ddmq_yaml_is_still_not_a_queue(tmp_path):
     import json
 
     assert sorted(q["name"] for q in json.loads(res.stdout)["queues"]) == ["jobs", "other"]
+
+
+def test_an_unreadable_lost_and_found_at_a_mount_point_is_no_queue(tmp_path):
+    """A ddmq root that is a mount point has a lost+found no operator can read: it is never a
+    queue, and made check warn for ever once unreadable directories became failed rows (review)."""
+    root, _ = _ddmq(tmp_path)
+    lost = os.path.join(root, "lost+found")
+    os.makedirs(lost)
+    os.chmod(lost, 0)
+    try:
+        check = run_qconsole("check", root)
+    finally:
+        os.chmod(lost, 0o755)
+    assert check.returncode == 0 and check.stdout.startswith("QCONSOLE OK - 2 queues"), check.stdout

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 #: ddmq's marker file, here so that telling the layouts apart imports neither module
 DDMQ_CONFIG = "ddmq.yaml"
 DDMQ_WORK = "work"
+#: the file system's own directory at a mount point
+LOST_FOUND = "lost+found"
 
 
 def is_ddmq_queue_dir(path: str, dir_fd: int | None = None) -> bool:
@@ -36,7 +38,11 @@ def is_ddmq_queue_dir(path: str, dir_fd: int | None = None) -> bool:
 def ddmq_queue_dir_unknown(path: str, dir_fd: int | None = None) -> bool:
     """Whether ``path`` could not be looked into to tell if it is a ddmq queue (no search
     permission, an I/O error): such a directory is shown as a queue that cannot be read, as
-    VSQS shows it, rather than left out of every count (a blind spot in ``check``)."""
+    VSQS shows it, rather than left out of every count (a blind spot in ``check``). Not
+    ``lost+found``: a root that is a mount point has one no operator can read, and it is never a
+    queue (``check`` would warn for ever)."""
+    if os.path.basename(path) == LOST_FOUND:
+        return False
     try:
         os.stat(f"{path}/{DDMQ_CONFIG}", dir_fd=dir_fd)
     except OSError as err:
