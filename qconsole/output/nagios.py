@@ -48,11 +48,12 @@ def _perf_label(name: str) -> str:
     overwrote the other's); ``~`` is never in a label kept as it is, so no two queues share one."""
     if _LABEL_CHARS.issuperset(name):  # the usual name, without importing re
         return name
+    import hashlib
     import re
-    import zlib
 
-    raw = name.encode("utf-8", "surrogateescape")
-    return re.sub(r"[^A-Za-z0-9_.:-]", "_", name) + f"~{zlib.crc32(raw):08x}"
+    # a cryptographic hash: a crc32 was forged in a second ('q+|[%{' and 'q[@* +' shared one)
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+    return re.sub(r"[^A-Za-z0-9_.:-]", "_", name) + f"~{digest}"
 
 
 def _text_name(name: str) -> str:

@@ -81,20 +81,20 @@ def test_nagios(t, code):
     got, line = evaluate(_scan(), t)
     assert got == code
     assert re.match(r"QCONSOLE (OK|WARNING|CRITICAL) - .+ \| jobs_ready=5;", line)
-    assert "\n" not in line and re.search(r" we_ird_q~[0-9a-f]{8}_ready=0;", line)
+    assert "\n" not in line and re.search(r" we_ird_q~[0-9a-f]{16}_ready=0;", line)
 
 
 def test_nagios_perfdata_labels_never_shared_by_two_queues():
     """``a b`` and ``a_b`` were both labelled ``a_b``: graphing tools keep one series per label,
     so one queue's figures overwrote the other's (review). A name kept as it is stays as it is
     (existing graphs go on); a name made safe carries a hash of the real name."""
-    names = ["a_b", "a b", "a\tb", "a/b", "a\u00e9b", "a|b", "plain-1.x:y"]
+    names = ["a_b", "a b", "a\tb", "a/b", "a\u00e9b", "a|b", "q+|[%{", "q[@* +", "plain-1.x:y"]  # (a crc32 pair)
     scan = RootScan("/r", "vsqs", NOW, 0.01, [QueueScan(n, "vsqs", NOW) for n in names])
     line = evaluate(scan, Thresholds())[1]
     labels = [p.split("=")[0][: -len("_ready")] for p in line.split(" | ")[1].split() if p.split("=")[0].endswith("_ready")]
     assert len(labels) == len(names) and len(set(labels)) == len(names), labels
     assert labels[0] == "a_b" and labels[-1] == "plain-1.x:y"
-    assert all(re.fullmatch(r"[A-Za-z0-9_.:~-]+", lb) for lb in labels), labels
+    assert all(re.fullmatch(r"[A-Za-z0-9_.:-]+(~[0-9a-f]{16})?", lb) for lb in labels), labels
     # stable from run to run (the hash is of the name, not of the order)
     again = RootScan("/r", "vsqs", NOW, 0.01, [QueueScan(n, "vsqs", NOW) for n in reversed(names)])
     assert sorted(labels) == sorted(p.split("=")[0][:-6] for p in evaluate(again, Thresholds())[1].split(" | ")[1].split()
@@ -132,7 +132,7 @@ def test_nagios_parts_made_by_forked_scanners_give_the_same_line(tmp_path, t):
     assert forked == evaluate(scan, t)
     assert forked[0] == (0 if t == Thresholds() else 2)
     assert ("a/b expired=1 (WARNING)" in forked[1]) == (t != Thresholds())  # '|' never reaches the text
-    assert re.search(r" a_b~[0-9a-f]{8}_ready=0;", forked[1]) and re.search(r" mail_box~[0-9a-f]{8}_age=", forked[1])
+    assert re.search(r" a_b~[0-9a-f]{16}_ready=0;", forked[1]) and re.search(r" mail_box~[0-9a-f]{16}_age=", forked[1])
     # parts that are not the scan's queues in its order are not trusted: made again
     assert evaluate(scan, t, scan.per_queue[::-1]) == forked
     assert evaluate(scan, t, [("x", 2, ["x bad"], "x_ready=1")] * 16) == forked
