@@ -137,6 +137,23 @@ def test_old_key_names_are_left_alone(audit, node, url, r, ns):
     assert r.zcard(f"{ns}:qconsole:trash") == 1 and r.exists(f"{ns}:qconsole:trash:20200101T000000-abcdef")
 
 
+def test_a_broken_batch_does_not_stop_trash_empty(audit, node, url, r, ns):
+    """A planted batch whose meta key is a string: TAKE's HMGET failed with WRONGTYPE and the
+    whole `trash empty` stopped with a raw pipeline error, emptying nothing (review D)."""
+    node.call("createQueue", qname="jobs")
+    for i in range(3):
+        node.call("sendMessage", qname="jobs", message=f"m{i}")
+    assert qconsole("purge", "jobs", "--yes", "-r", url, *audit).returncode == 0
+    planted = "20260101T000000-abcdef"
+    r.set(f"{ns}:qconsole:trash:{planted}:", "planted")
+    r.zadd(f"{ns}:qconsole:trash:", {planted: 1})
+    listed = qconsole("trash", "list", "-r", url)
+    assert planted in listed.stdout and "broken" in listed.stdout, listed.stdout
+    res = qconsole("trash", "empty", "--yes", "-r", url, *audit)
+    assert res.returncode == 0 and "trash empty: 2 done" in res.stdout, (res.stdout, res.stderr)
+    assert r.zcard(f"{ns}:qconsole:trash:") == 0 and not r.exists(f"{ns}:qconsole:trash:{planted}:")
+
+
 # ---------------------------------------------------------------- finding 2: a batch being filled
 
 

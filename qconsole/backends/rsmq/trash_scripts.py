@@ -64,6 +64,7 @@ return n
 #: purge is filling it and touched it within the grace (either way of the clock); else ``ok``,
 #: and a batch whose filler went quiet is sealed first (no REMOVE of that purge adds to it)
 TAKE = """
+if redis.call("TYPE", KEYS[1]).ok ~= "hash" then return "ok" end  -- broken (planted): no purge fills it
 local f = redis.call("HMGET", KEYS[1], "filler", "touched")
 if not f[1] then return "ok" end
 local now = tonumber(redis.call("TIME")[1])
