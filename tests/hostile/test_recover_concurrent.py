@@ -137,7 +137,7 @@ def test_a_second_recover_waits_for_the_running_one(tmp_path):
     """While a live recover holds the lock, a real `qconsole recover` waits; it runs once the
     lock is released, and reports what it did itself."""
     root, expected = _claimed_root(tmp_path)
-    lock = _write_lock(root, f"{HOST} {os.getpid()} {time.time():.0f} recover\n")  # this test: alive
+    lock = _write_lock(root, f"{HOST} {os.getpid()} {time.time():.0f} recover {claims._proc_start(os.getpid())}\n")  # this test: alive
     t0 = time.monotonic()
     p = _recover_cmd(root)
     time.sleep(1.5)
@@ -154,7 +154,7 @@ def test_a_second_recover_waits_for_the_running_one(tmp_path):
 
 def test_a_recover_still_running_after_the_wait_is_one_line_exit_2(tmp_path, monkeypatch):
     root, _expected = _claimed_root(tmp_path)
-    _write_lock(root, f"{HOST} {os.getppid()} {time.time():.0f} recover\n")  # a running process, not us
+    _write_lock(root, f"{HOST} {os.getppid()} {time.time():.0f} recover {claims._proc_start(os.getppid())}\n")  # a running process, not us
     monkeypatch.setattr(claims, "RECOVER_LOCK_WAIT", 0.3)
     with pytest.raises(OperationError, match="another qconsole recover is running on this root") as err:
         _ops(root).recover()
@@ -208,7 +208,7 @@ def test_a_live_pid_that_stopped_renewing_its_lock_is_broken(tmp_path, monkeypat
     """A lock naming a running pid of this host (a planted one naming pid 1, or a recover
     stopped for good) holds only while it is renewed."""
     root, _expected = _claimed_root(tmp_path)
-    _write_lock(root, f"{HOST} 1 0 recover\n")
+    _write_lock(root, f"{HOST} 1 0 recover {claims._proc_start(1)}\n")  # (pid 1 as it runs now)
     monkeypatch.setattr(claims, "RECOVER_LOCK_WAIT", 0.0)
     with pytest.raises(OperationError):
         _ops(root).recover()
@@ -285,3 +285,19 @@ def test_leftovers_settled_by_someone_else_after_the_listing_are_no_problem(tmp_
     assert not rep.problems and not rep.restored and not rep.completed, rep.problems[:5]
     found, odd = inventory(root, layout)
     assert not odd and set(found) == expected and set(found.values()) == {1}
+
+
+@pytest.mark.parametrize("start", ["", "12345"], ids=["no-start-time", "another-start-time"])
+def test_a_lock_naming_a_running_pid_that_did_not_write_it_does_not_block(tmp_path, monkeypatch, start):
+    """A killed recover's pid soon belongs to another process, and a planted lock can name any
+    running pid: each recover waited 20 s and exited 2 saying 'another qconsole recover is
+    running' for 300 s (review D). Only the process that wrote the lock (its start time) holds it."""
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        root, _expected = _claimed_root(tmp_path)
+        _write_lock(root, f"{HOST} {sleeper.pid} {time.time():.0f} recover {start}\n")
+        monkeypatch.setattr(claims, "RECOVER_LOCK_WAIT", 0.0)
+        assert len(_ops(root).recover().restored) == 3
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -311,7 +311,7 @@ RECOVER_LOCK_REFRESH = 30.0
 
 class RecoverLock:
     """``<root>/.qconsole/recover.lock``, an exclusive create (which NFS honours) holding
-    ``<host> <pid> <time> recover``. Untrusted input like everything in the root: never
+    ``<host> <pid> <time> recover <start>`` (the process's start time: a reused pid is no holder). Untrusted input like everything in the root: never
     followed (``O_NOFOLLOW``, read only when a regular file), and alive only while it changed
     within FOREIGN_HOST_GRACE (by ctime, which nobody can set back; the holder renews it)
     and, when it names this host, while its pid runs: a dead recover's lock, a planted one
@@ -361,7 +361,8 @@ class RecoverLock:
             except (OSError, QConsoleError):
                 return  # not writable: without it
             try:
-                safety.write_all(fd, f"{HOST} {os.getpid()} {time.time():.0f} recover\n".encode())
+                start = _proc_start(os.getpid()) or "-"
+                safety.write_all(fd, f"{HOST} {os.getpid()} {time.time():.0f} recover {start}\n".encode())
             except BaseException:
                 os.close(fd)
                 self.c.unlink(self.path)
@@ -406,6 +407,17 @@ class RecoverLock:
             os.close(fd)
 
 
+def _proc_start(pid: int) -> str | None:
+    """The process's start time (clock ticks after boot, /proc/PID/stat field 22): with the
+    pid, names one process for good; None where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read(4096)
+        return data.rsplit(b")", 1)[1].split()[19].decode("ascii")  # (the name may hold spaces and ')')
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
+
+
 def _lock_holder(c: safety.Confined, path: str, st: os.stat_result | None) -> str | None:
     """Who holds the recover lock, as a few safe words; None when it may be broken: gone,
     not a regular file, unchanged for FOREIGN_HOST_GRACE either way of the clock (the
@@ -417,7 +429,15 @@ def _lock_holder(c: safety.Confined, path: str, st: os.stat_result | None) -> st
     except (OSError, QConsoleError):
         text = []
     if len(text) >= 2 and text[0] == HOST and text[1].isdigit() and len(text[1]) <= 10:
-        return f"pid {text[1]} on this host" if pid_alive(int(text[1])) else None
+        pid = int(text[1])
+        if not pid_alive(pid):
+            return None
+        # the pid of a killed recover is soon another process's, and a planted lock can name any
+        # running pid: only the very process that wrote it (same start time) holds it (review D)
+        start = _proc_start(pid)
+        if start is not None and (len(text) < 5 or text[4] != start):
+            return None
+        return f"pid {pid} on this host"
     if text and _HOST_RE.fullmatch(text[0]):
         return f"on host {text[0]}"
     return "its lock is fresh"  # being written, or of an unknown writer: alive while fresh
