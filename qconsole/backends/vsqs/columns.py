@@ -192,6 +192,7 @@ def _head_and_tail(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
     widths: set[int] = set()
     tail: list[str] = []
     rest: list[str] = []
+    holds = True
     # the listing read a chunk at a time and dropped as it goes: only what is new stays. Typed
     # (from the entry, no stat): a kept name may now be a FIFO, a link or a directory
     for part, irregular in listing_chunks(qdir, True, sn.CHUNK):
@@ -199,19 +200,22 @@ def _head_and_tail(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
         if irregular:
             acc.not_files.update(filter(str.isdigit, irregular))
         _yield()  # each step a few ms of C, so the screen gets its turns
+        if not holds:
+            continue  # (read to the end all the same: the caller's diff by sets drops the non-files)
         digits = list(filter(str.isdigit, part))
         if len(digits) != len(part):
             rest.extend(filterfalse(str.isdigit, part))
         if not digits:
             continue
         if not "".join(digits).isascii():
-            return None
+            holds = False  # (a planted name of other digits, review D)
+            continue
         n_digits += len(digits)
         widths.update(map(len, digits))
         lo = min(lo, min(digits))
         tail.extend(filter(hi.__lt__, digits))
         listed += sum(map(and_, map(hash, digits), repeat(HASH_MASK)))
-    if widths != {width}:
+    if not holds or widths != {width}:
         return None  # mixed widths: text order is not numeric order (or nothing ready)
     k = bisect_left(base, lo)
     if n_digits != len(base) - k + len(tail):
