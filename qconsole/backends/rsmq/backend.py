@@ -269,6 +269,8 @@ class RsmqBackend(Backend):
         self.path = target.shown  # what `ls --json` and others print as the root
         self._client = client if client is not None else connect(target)
         self._scripts: dict[str, Any] = {}
+        #: the server has ZMSCORE (Redis 6.2+); False once it said it has not
+        self._zmscore = True
         #: seconds a batch being filled is left alone after its last message (:data:`FILL_GRACE_S`)
         self.fill_grace_s = FILL_GRACE_S
         #: batches the last trash listing passed by: being filled, and how long ago they were touched
@@ -519,6 +521,109 @@ class RsmqBackend(Backend):
                 out.extend(values[j:j + width] for j in range(0, len(values), width))
         return out
 
+    def _fields_scored(self, zkey: str, hkey: str, ids: list[bytes],
+                       suffixes: tuple[bytes, ...]) -> tuple[list[list[Any]], list[float | None]]:
+        """As :meth:`_fields`, and each id's score read right after its fields, in the same
+        round trip (ZMSCORE after each HMGET; a ZSCORE each on a server before Redis 6.2): the
+        score is then never older than the fields (None: no longer a member)."""
+        import redis.exceptions as rx
+
+        out: list[list[Any]] = []
+        scores: list[float | None] = []
+        width = len(suffixes)
+        step = max(1, CHUNK // width)
+        for base in range(0, len(ids), step * PIPELINE):
+            pipe = self._pipe()
+            for i in range(base, min(base + step * PIPELINE, len(ids)), step):
+                part = ids[i:i + step]
+                pipe.hmget(hkey, [m + sfx for m in part for sfx in suffixes])
+                if self._zmscore:
+                    pipe.zmscore(zkey, part)
+                else:
+                    for m in part:
+                        pipe.zscore(zkey, m)
+            try:
+                replies = pipe.execute()
+            except rx.ResponseError as err:
+                if not self._zmscore or "unknown command" not in str(err).lower():
+                    raise self._failed(err) from None
+                self._zmscore = False  # an old server: this round again, and the rest, by ZSCORE
+                more, more_scores = self._fields_scored(zkey, hkey, ids[base:], suffixes)
+                return out + more, scores + more_scores
+            except rx.RedisError as err:
+                raise self._failed(err) from None
+            it = iter(replies)
+            for i in range(base, min(base + step * PIPELINE, len(ids)), step):
+                values = next(it)
+                out.extend(values[j:j + width] for j in range(0, len(values), width))
+                if self._zmscore:
+                    scores.extend(next(it))
+                else:
+                    scores.extend(next(it) for _ in ids[i:i + step])
+        return out, scores
+
+    @staticmethod
+    def _rescored(members: list[tuple[bytes, float]], values: list[list[Any]], scores: list[float | None], *,
+                  visible: bool) -> tuple[list[tuple[bytes, float]], list[list[Any]]]:
+        """Members with their receive counts read after their scores, checked by their scores
+        read again after the counts (``scores``: :meth:`_fields_scored`). Visible: a member a consumer received in between
+        has its old (visible) score and its new count, so it would count as expired, a state it
+        never was in; each holding a count gets its score as it is now: still visible, it is
+        expired; hidden, in flight; gone, it is left out (one holding none was ready when its
+        score was read). Hidden: one without a count was delayed, or was received and acked in
+        between (its count gone with it): those gone are left out, not counted delayed."""
+        picked = [i for i, v in enumerate(values) if (v[0] is not None) == visible]  # (foreign ones too: harmless)
+        if not picked:
+            return members, values
+        members = list(members)
+        gone = set()
+        for i, score in zip(picked, [scores[i] for i in picked]):
+            if score is None:
+                gone.add(i)
+            elif visible:
+                members[i] = (members[i][0], score)
+        if gone:
+            keep = [i for i in range(len(members)) if i not in gone]
+            members, values = [members[i] for i in keep], [values[i] for i in keep]
+        return members, values
+
+    def _hidden_settled(self, zkey: str, hkey: str, now_ms: int, horizon_ms: int, members: list[tuple[bytes, float]],
+                        values: list[list[Any]]) -> tuple[int, int, int, list[tuple[bytes, float]], list[list[Any]]]:
+        """HLEN, ZCARD and the hidden count taken again right after the hidden range was read, in
+        one round trip, for the arithmetic: taken before it, every first receive while the range
+        was read made one message in flight that HLEN did not count yet, so expired came out
+        short by as many (and every ack of one read in flight, over). Taken after, a message is
+        either in the range read, or counted by the difference between the hidden count and the
+        members read (received, made visible or acked after its part was read). In the same
+        round trip, the delayed members read that were due by now (their score passed while the
+        range was read) are looked at again: received since, they are in flight (HLEN counts
+        them now); gone, they are left out. (HLEN, ZCARD, the hidden count and those counts:
+        plain reads, one pipeline, no MULTI: a read-only user counts too.)"""
+        due = [i for i, ((m, sc), v) in enumerate(zip(members, values))
+               if sc <= horizon_ms + 1000 and v[0] is None and not not_an_id(m)]
+        pipe = self._pipe()
+        pipe.hlen(hkey)
+        pipe.zcard(zkey)
+        pipe.zcount(zkey, f"({now_ms}", "+inf")
+        step = CHUNK // 2
+        for base in range(0, len(due), step):
+            pipe.hmget(hkey, [f for i in due[base:base + step] for f in (members[i][0], members[i][0] + b":rc")])
+        hlen, total, hidden, *parts = self._call(pipe.execute)
+        if due:
+            flat = [v for part in parts for v in part]
+            gone = set()
+            values = list(values)
+            for k, i in enumerate(due):
+                body, rc = flat[2 * k], flat[2 * k + 1]
+                if body is None and rc is None:
+                    gone.add(i)
+                elif rc is not None:
+                    values[i] = [rc]
+            if gone:
+                keep = [i for i in range(len(members)) if i not in gone]
+                members, values = [members[i] for i in keep], [values[i] for i in keep]
+        return hlen, total, hidden, members, values
+
     def _scan_one(self, name: str, now_s: float, now_ms: int, *, collect: bool, force_exact: bool = False) -> QueueScan:
         zkey, hkey = self.zkey(name), self.hkey(name)
         scan = QueueScan(name, self.kind, now_s)
@@ -538,28 +643,42 @@ class RsmqBackend(Backend):
         tally = _Tally()
         # plain reads: the members by score and their receive counts by HMGET, in chunks. A
         # receive between two reads moves a member from the visible range to the hidden one:
-        # visible is read first, so it is in both (counted once, as hidden), never in neither
+        # visible is read first, so it is in both (counted once, as hidden), never in neither;
+        # one received after the hidden range was read has its score read again (_rescored)
         wanted = (b":rc", b":fr") if collect else (b":rc",)
         visible_members = self._by_score(zkey, "-inf", str(now_ms)) if exact and total else []
+        if not exact:  # the server's clock before the hidden range is read (the arithmetic's due check)
+            began, began_ms = time.perf_counter(), self.clock()[1]
         hidden_members = self._by_score(zkey, f"({now_ms}", "+inf") if hidden or visible_members else []
-        hidden_rc = self._fields(hkey, [m for m, _ in hidden_members], wanted)
+        if len(set(map(itemgetter(0), hidden_members))) != len(hidden_members):  # one moved along the cursor
+            once: set[bytes] = set()
+            hidden_members = [ms for ms in hidden_members if not (ms[0] in once or once.add(ms[0]))]  # type: ignore[func-returns-value]
+        hidden_rc, now_scores = self._fields_scored(zkey, hkey, [m for m, _ in hidden_members], wanted)
+        hidden_members, hidden_rc = self._rescored(hidden_members, hidden_rc, now_scores, visible=False)
         if exact:
             if hidden_members and visible_members:
                 taken = set(map(itemgetter(0), hidden_members))
                 visible_members = [mv for mv in visible_members if mv[0] not in taken]
-            visible_rc = self._fields(hkey, [m for m, _ in visible_members], wanted)
+            visible_rc, now_scores = self._fields_scored(zkey, hkey, [m for m, _ in visible_members], wanted)
+            visible_members, visible_rc = self._rescored(visible_members, visible_rc, now_scores, visible=True)
         else:
-            # the visible count from the hidden members read (a receive since the counts moved
-            # one from visible to hidden: counted in both, totals went above ZCARD), less the
-            # visible members named like a queue field (those holding ':' only the HLEN check finds)
+            # the arithmetic needs HLEN and the hidden range at one moment: the counts are taken
+            # again right after the hidden range was read (see _hidden_settled)
+            hlen, total, hidden, hidden_members, hidden_rc = self._hidden_settled(
+                zkey, hkey, now_ms, began_ms + int((time.perf_counter() - began) * 1000), hidden_members, hidden_rc)
+            # the visible count less the visible members named like a queue field (those
+            # holding ':' only the HLEN check finds)
             taken = set(map(itemgetter(0), hidden_members))
             visible_foreign = [a for a, sc in zip(ATTRS, attr_scores)
                                if sc is not None and sc <= now_ms and a.encode() not in taken]
-            visible = max(0, total - len(hidden_members) - len(visible_foreign))
+            visible = max(0, total - hidden - len(visible_foreign))
+            # hidden members the reads did not see, net: received (or made visible, or acked)
+            # after their part of the range was read
+            unseen = hidden - len(hidden_members)
             # only as far into the visible range as it takes to meet the first ready message
             visible_members, visible_rc = [], []
             pos, step = 0, 100
-            ranks = max(0, total - len(hidden_members))  # the visible range, planted members included
+            ranks = max(0, total - hidden)  # the visible range, planted members included
             while pos < min(ranks, OLDEST_SCAN_LIMIT):
                 part = self._range(zkey, pos, min(pos + step, ranks) - 1)
                 rcs = self._fields(hkey, [m for m, _ in part], (b":rc",))
@@ -568,6 +687,9 @@ class RsmqBackend(Backend):
                 if not part or any(v[0] is None and not not_an_id(m) for (m, _), v in zip(part, rcs)):
                     break
                 pos, step = pos + step, CHUNK
+            # (read after the hidden range: one received since is counted there, not passed by here)
+            visible_rc = [v for (m, _sc), v in zip(visible_members, visible_rc) if m not in taken]
+            visible_members = [ms for ms in visible_members if ms[0] not in taken]
         tally.members(name, self.kind, visible_members, visible_rc, now_ms, count=exact, collect=collect)
         tally.members(name, self.kind, hidden_members, hidden_rc, now_ms, count=True, collect=collect)
         counts = scan.counts
@@ -588,16 +710,24 @@ class RsmqBackend(Backend):
         # named like a queue field has that field as its "body": counted among attr_fields)
         received_total = (hlen - messages - attr_fields) / 2
         if not exact:
-            received_visible = received_total - counts[INFLIGHT]
-            if received_total != int(received_total) or not 0 <= received_visible <= visible:
+            # the unseen hidden members are in flight: each is one received since its part was read
+            # (counted by HLEN) or one read in flight and gone since (no longer counted by HLEN)
+            inflight = counts[INFLIGHT] + unseen
+            received_visible = received_total - inflight
+            if received_total != int(received_total) or not 0 <= received_visible <= visible or inflight < 0:
                 # fields that are neither messages nor rsmq's: count exactly, slowly but in chunks
                 exact_scan = self._scan_one(name, now_s, now_ms, collect=False, force_exact=True)
-                exact_scan.warnings.insert(0, f"{hkey} has {hlen} fields, which {messages} messages do not account "
-                                              "for; counted ready/expired by reading every receive count")
+                if received_total != int(received_total) or not unseen:  # not a queue that moved meanwhile
+                    exact_scan.warnings.insert(0, f"{hkey} has {hlen} fields, which {messages} messages do not "
+                                                  "account for; counted ready/expired by reading every receive count")
                 return exact_scan
+            counts[INFLIGHT] = inflight
             counts[EXPIRED] = int(received_visible)
             counts[READY] = visible - int(received_visible)
-        elif received_total != int(received_total) or received_total < counts[INFLIGHT] + counts[EXPIRED]:
+        elif ((received_total != int(received_total) or received_total < counts[INFLIGHT] + counts[EXPIRED])
+              and self._call(self._pipe().hlen(hkey).zcard(zkey).execute) == [hlen, total]):
+            # (said only of a queue that did not change while it was read: beside live clients
+            # HLEN and the members are read at different moments)
             scan.warnings.append(f"{hkey} has {hlen} fields for {messages} messages: some fields belong to "
                                  "no message (orphans) or some messages have no body")
         if tally.infinite:
