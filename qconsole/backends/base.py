@@ -241,6 +241,12 @@ class Backend:
         this (a requeue by state of 100k held messages)."""
         return self.requeue(queue, [m for m in self.held_messages(queue) if m.state in states])
 
+    def find_messages(self, queue: str, idents: Sequence[str]) -> dict[str, Message] | None:
+        """The messages ``idents`` name (by id), each looked up by itself, as ``{id: Message}``:
+        an id not in the queue is left out. None where the store finds an id only by listing the
+        queue (the caller lists it: a file name or id prefix is found that way too)."""
+        return None
+
     def start_first_count(self, now: float | None = None) -> Any:
         """Start counting the big queues in a forked process, for a console's first screen (an
         object whose ``take()`` gives ``{name: QueueScan}`` or None, and ``close()``); None

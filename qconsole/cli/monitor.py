@@ -220,9 +220,14 @@ def peek(
     from ..output.peek_view import peek_document, render_peek
     from ..payload import DEFAULT_CAP
     handle = open_target(pick_root(None, root_opt), layout)
-    cols = handle.list_messages(queue)  # the console's columns: no object per message
-    scan = cols.scan
-    msg = _find(cols, ident) if ident else _next(cols)
+    found = handle.find_messages(queue, [ident]) if ident else None  # the store's own lookup (RSMQ: O(1))
+    msg = found.get(ident) if found else None
+    if msg is not None:
+        scanned_at = handle.now()
+    else:  # by listing: a file name, a shortened id, or the next message
+        cols = handle.list_messages(queue)  # the console's columns: no object per message
+        scanned_at = cols.scan.scanned_at
+        msg = _find(cols, ident) if ident else _next(cols)
     if raw:  # "no cap" within reason: a planted file of gigabytes is not read into memory
         size = handle.message_sizes(queue, [msg]).get(msg.relpath)
         if size is not None and size > RAW_CAP:
@@ -241,4 +246,4 @@ def peek(
         sys.stdout.buffer.write(payload.body)
         sys.stdout.flush()
         return
-    _stdout_console().print(render_peek(msg, payload, scan.scanned_at))
+    _stdout_console().print(render_peek(msg, payload, scanned_at))

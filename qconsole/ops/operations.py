@@ -123,6 +123,16 @@ class Operations:
     def _scan(self, queue: str) -> QueueScan:
         return self.root.scan_queue(queue, collect=True).readable()
 
+    def _pick_ids(self, queue: str, ids: list[str], missing: str) -> tuple[list[Message], list[tuple[str, str]]]:
+        """:meth:`_pick` from the store's own lookup of each id where it has one (RSMQ: O(1) an
+        id), else from a listing of the queue."""
+        found = self.root.find_messages(queue, ids) if all(isinstance(i, str) for i in ids) else None
+        if found is None:
+            return self._pick(self._scan(queue), ids, missing)
+        scan = QueueScan(queue, self.root.kind, 0.0)
+        scan.messages = list(found.values())
+        return self._pick(scan, ids, missing)
+
     def _tallied(self, action: str, queue: str | None, outcomes: list[tuple[str, str | None]]) -> OpResult:
         if not any(map(is_not, map(itemgetter(1), outcomes), repeat(None))):  # all done: C passes
             return OpResult(action, queue, done=list(map(itemgetter(0), outcomes)), skipped=[])
@@ -187,7 +197,7 @@ class Operations:
             return self._run("requeue", queue,
                              lambda: self._tallied("requeue", queue, self.root.requeue_held(queue, states)),
                              selection="all" if all_held else "expired")
-        msgs, gone = self._pick(self._scan(queue), ids, missing)
+        msgs, gone = self._pick_ids(queue, ids, missing)
         if expired_only:
             msgs = [m for m in msgs if m.state == EXPIRED]
         return self._run("requeue", queue, lambda: self._requeue(queue, msgs, gone), selection="ids")
@@ -211,8 +221,7 @@ class Operations:
         self._guard("delete")
         if not ids:
             raise OperationError("delete what? give one or more message ids")
-        scan = self._scan(queue)
-        msgs, gone = self._pick(scan, ids, missing)
+        msgs, gone = self._pick_ids(queue, ids, missing)
         for m in msgs:
             if m.state not in PURGEABLE:
                 raise OperationError(f"message {m.id} is being written ({m.state}); not deleted")
@@ -253,16 +262,16 @@ class Operations:
             raise OperationError(f"move --state takes one of {', '.join(PURGEABLE)}, not {state!r}")
         if sum(bool(x) for x in (ids, all_, state)) != 1:
             raise OperationError("move what? give message ids, --all or --state S (one of them)")
-        scan = self._scan(src)
+        scan = None if ids else self._scan(src)
         self.root.require_queue(dest)
         gone: list[tuple[str, str]] = []
         if ids:
-            msgs, gone = self._pick(scan, ids, missing)
+            msgs, gone = self._pick_ids(src, ids, missing)
             for m in msgs:
                 if m.state not in PURGEABLE:
                     raise OperationError(f"message {m.id} is being written; not moved")
         else:
-            msgs = [m for m in scan.messages or () if (m.state == state if state else m.state in PURGEABLE)]
+            msgs = [m for m in scan.messages or () if (m.state == state if state else m.state in PURGEABLE)]  # type: ignore[union-attr]
         return self._run("move", src, lambda: self._tallied("move", src, [*gone, *self.root.move(src, dest, msgs)]),
                          dest=dest)
 
