@@ -135,7 +135,7 @@ def test_every_script_refuses_a_field_name_or_colon_id(planted, url, r, ns):
     q = [b.zkey("jobs"), b.hkey("jobs")]
     for mid in bad:
         seen = [mid.encode(), "0.0", "0"]
-        for name, keys, args in (("REQUEUE", q, seen), ("REMOVE", q + trash, [*seen, "1", 0]),
+        for name, keys, args in (("REQUEUE", q, seen), ("trash.REMOVE", q + trash + [f"{ns}:qconsole:trash:x:"], [*seen, "", 0, ""]),
                                  ("MOVE", q + [b.zkey("dest"), b.hkey("dest")], seen),
                                  ("RESTORE", q + trash, [mid.encode()]), ("PEEK", q[1:], [mid.encode(), 10])):
             assert b._run_script(name, keys, args) == b"foreign", (name, mid)

@@ -301,7 +301,7 @@ class StallProxy:
 
 def _remove_calls() -> tuple[bytes, ...]:
     """A call of a REMOVE script itself (not redis-py's SCRIPT EXISTS/LOAD of it before a pipeline)."""
-    texts = [scripts.REMOVE]
+    texts = [scripts.REMOVE] if hasattr(scripts, "REMOVE") else []  # (gone: the trash's own replaced it)
     try:
         from qconsole.backends.rsmq import trash_scripts
     except ImportError:  # (the code before the trash had scripts of its own)

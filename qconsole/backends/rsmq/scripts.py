@@ -86,22 +86,6 @@ redis.call("ZADD", KEYS[1], "XX", now, id)
 return "ok"
 """
 
-#: delete (rsmq's deleteMessage) and, when ARGV[4] == "1", keep body, rc, fr and the score in the
-#: trash batch KEYS[3] (hash) with the message's place in the batch in KEYS[4] (zset, ARGV[5])
-REMOVE = _CHECK + """
-local f = redis.call("HMGET", KEYS[2], id, id .. ":rc", id .. ":fr")
-redis.call("ZREM", KEYS[1], id)
-redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr")
-if ARGV[4] == "1" then
-  redis.call("HSET", KEYS[3], id .. ":s", s)
-  if f[1] then redis.call("HSET", KEYS[3], id, f[1]) end
-  if f[2] then redis.call("HSET", KEYS[3], id .. ":rc", f[2]) end
-  if f[3] then redis.call("HSET", KEYS[3], id .. ":fr", f[3]) end
-  redis.call("ZADD", KEYS[4], ARGV[5], id)
-end
-return "ok"
-"""
-
 #: move KEYS[1..2] -> KEYS[3..4]: a fresh send into the destination (same id and body, visible
 #: now, its totalsent + 1; the receive count starts again, as SQS's redrive does)
 MOVE = _SHOWN + _CHECK + """
