@@ -247,6 +247,13 @@ class Backend:
         queue (the caller lists it: a file name or id prefix is found that way too)."""
         return None
 
+    def list_head(self, queue: str, limit: int, state: str | None = None) -> tuple[MessageColumns, int] | None:
+        """The first ``limit`` rows of :meth:`list_messages` (only those in ``state`` when
+        given), in its order and as its columns, read without listing the rest, and how many
+        rows the whole listing has (from a count of the queue). None where the store has no
+        such read (the caller lists the queue and takes its head)."""
+        return None
+
     def start_first_count(self, now: float | None = None) -> Any:
         """Start counting the big queues in a forked process, for a console's first screen (an
         object whose ``take()`` gives ``{name: QueueScan}`` or None, and ``close()``); None

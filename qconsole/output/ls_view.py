@@ -59,19 +59,25 @@ def write_ls(root: str | None, layout: str, queue: str, *, state: str | None, li
     if ids_only and as_json:
         raise QConsoleError("give --ids or --json, not both")
     handle = open_target(root, layout)
-    # the console's columns, not a collected scan: a Message is made only for a row that is
+    # the first --limit rows alone where the store reads them so (RSMQ: from the head of the
+    # sorted set, its count from counting), none of them filtered by their fields or payload
+    head = handle.list_head(queue, limit, state) if limit and grep is None and since is None \
+        and older_than is None else None
+    # else the console's columns, not a collected scan: a Message is made only for a row that is
     # filtered by its fields or shown (a million-message queue: a third of the memory)
-    cols = handle.list_messages(queue)
+    cols, total = head if head is not None else (handle.list_messages(queue), None)
     scan = cols.scan
     _write_rows(handle, queue, cols, state=state, limit=limit, as_json=as_json, grep=grep, since=since,
-                older_than=older_than, ids_only=ids_only)
+                older_than=older_than, ids_only=ids_only, total=total)
     unread = scan.unread()  # what could be read is shown; a listing that could not be fails the call
     if unread is not None:
         raise QConsoleError(f"{unread}: the list above is incomplete")
 
 
 def _write_rows(handle: Any, queue: str, cols: Any, *, state: str | None, limit: int | None, as_json: bool,
-                grep: str | None, since: str | None, older_than: str | None, ids_only: bool) -> None:
+                grep: str | None, since: str | None, older_than: str | None, ids_only: bool,
+                total: int | None = None) -> None:
+    """``total``: the whole listing's row count when ``cols`` holds only its head."""
     scan = cols.scan
     rows: Any = range(len(cols))
     if state is not None:
@@ -98,7 +104,7 @@ def _write_rows(handle: Any, queue: str, cols: Any, *, state: str | None, limit:
                 if limit and len(found) >= limit:
                     break
         rows = found
-    count = len(rows)
+    count = len(rows) if total is None else total
     if ids_only:
         ids = cols.ids
         write_ids([ids[i] for i in (rows[:limit] if limit else rows)], count, scan.warnings)

@@ -69,6 +69,9 @@ EXACT_VISIBLE = 20_000
 TRASH_IDS_LISTED = 8
 #: how far into the visible range counting looks for the oldest ready message
 OLDEST_SCAN_LIMIT = 10 * CHUNK
+#: members read a round trip by `ls --limit N` (list_head), and how many past N it reads at once
+HEAD_CHUNK = 2000
+HEAD_SPARE = 16
 #: rsmq's bounds (Node rsmq 0.12.4 _validate; PyRSMQ allows maxsize up to 65565)
 VT_MAX = DELAY_MAX = 9_999_999
 MAXSIZE_MIN, MAXSIZE_MAX = 1024, 65536
@@ -781,6 +784,61 @@ class RsmqBackend(Backend):
             values = [vals for vals, score in zip(replies[0::2], replies[1::2]) if score is not None]
             tally.members(queue, self.kind, found, values, now_ms, count=True, collect=True)
         return {m.id: m for m in tally.messages}
+
+    def list_head(self, queue: str, limit: int, state: str | None = None) -> tuple[Any, int]:
+        """The first ``limit`` rows of the listing (of ``state`` only, when given), read from
+        the head of the sorted set: the listing's rows are its members by score (visible, then
+        hidden: one score order), so a score cursor (``ZRANGEBYSCORE ... LIMIT``, as the
+        listing's own reads, in chunks of at most HEAD_CHUNK) then HMGET/ZMSCORE of just those
+        members (:meth:`_fields_scored`, :meth:`_rescored`, :class:`_Tally`: each member judged
+        as the listing judges it, foreign ones left out, one gone meanwhile skipped as there)
+        give the same rows. Ready/expired rows are only in the visible range, in flight/delayed
+        only in the hidden one: a state's rows are read from its range alone. The row count
+        (for "N of COUNT shown") is a count of the queue (:meth:`_scan_one` without collecting,
+        cheap), taken at the same ``now``."""
+        from ...columns import MessageColumns
+
+        self.require_queue(queue)
+        now_s, now_ms = self.clock()
+        scan = self._scan_one(queue, now_s, now_ms, collect=False)
+        want = scan.total if state is None else scan.counts.get(state, 0)
+        # a count that is exact (not HLEN arithmetic) tells when the rows of a state are all read
+        stop_at = want if scan.extras and scan.extras.get("counted") == "exact" else None
+        low, high = "-inf", "+inf"
+        if state in (READY, EXPIRED):
+            high = str(now_ms)
+        elif state in (INFLIGHT, DELAYED):
+            low = f"({now_ms}"
+        elif state is not None:  # a state RSMQ has no message in
+            return MessageColumns.from_messages(queue, [], scan), 0
+        zkey, hkey = self.zkey(queue), self.hkey(queue)
+        tally = _Tally()
+        rows: list[Message] = []
+        skip = 0  # members at the cursor's score already taken (ties: same ms)
+        cursor: float | None = None
+        while len(rows) < limit and (stop_at is None or len(rows) < stop_at):
+            step = HEAD_CHUNK if state is not None else min(HEAD_CHUNK, limit - len(rows) + HEAD_SPARE)
+            part = self._call(self._client.zrangebyscore, zkey, low, high, start=skip, num=step, withscores=True)
+            values, scores = self._fields_scored(zkey, hkey, [m for m, _ in part], (b":rc", b":fr"))
+            split = next((i for i, (_m, sc) in enumerate(part) if sc > now_ms), len(part))
+            taken = len(tally.messages)
+            for lo, hi, visible in ((0, split, True), (split, len(part), False)):
+                members, vals = self._rescored(part[lo:hi], values[lo:hi], scores[lo:hi], visible=visible)
+                tally.members(queue, self.kind, members, vals, now_ms, count=True, collect=True)
+            rows += [m for m in tally.messages[taken:] if state is None or m.state == state]
+            if len(part) < step:
+                break
+            edge = part[-1][1]
+            tied = 0
+            for _m, sc in reversed(part):
+                if sc != edge:
+                    break
+                tied += 1
+            skip = tied + (skip if edge == cursor else 0)
+            cursor, low = edge, _bound(edge)
+        rows = rows[:limit]
+        count = len(rows) if len(rows) < limit else max(want, len(rows))
+        return MessageColumns.from_messages(queue, rows, scan), count
 
     def read_payload(self, msg: Message, cap: int | None) -> Payload:
         """The body by HGET (peek never changes rc, fr, totalrecv or the score); one longer than
