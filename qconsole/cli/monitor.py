@@ -225,7 +225,12 @@ def peek(
     if msg is not None:
         scanned_at = handle.now()
     else:  # by listing: a file name, a shortened id, or the next message
-        cols = handle.list_messages(queue)  # the console's columns: no object per message
+        from ..states import READY
+
+        # the next message: the head of the ready ones where the store reads it alone (RSMQ
+        # read a million members to show one); else the console's columns, no object per message
+        head = None if ident else handle.list_head(queue, 1, READY)
+        cols = head[0] if head is not None else handle.list_messages(queue)
         scanned_at = cols.scan.scanned_at
         msg = _find(cols, ident) if ident else _next(cols)
     if raw:  # "no cap" within reason: a planted file of gigabytes is not read into memory

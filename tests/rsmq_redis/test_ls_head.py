@@ -156,3 +156,32 @@ def test_ls_limit_reads_a_bounded_head(node, r, ns, url, argv):
             assert b"LIMIT" in upper and int(words[upper.index(b"LIMIT") + 2]) <= 5000, cmd
     fields = sum(_argc(cmd) - 2 for cmd in log if cmd.split(b" ")[0].upper() == b"HMGET")
     assert fields <= 5000, fields
+
+
+def test_peek_without_an_id_reads_the_head_only(node, r, ns, url):
+    """`peek Q` (the message the consumer takes next) listed the whole queue to show one."""
+    seeded(r, ns, node)
+    want = qconsole("ls", "q", "--state", "ready", "--limit", "1", "--ids", "-r", url).stdout.strip()
+    old = r.config_get("slowlog-*")
+    r.config_set("slowlog-log-slower-than", 0)
+    r.config_set("slowlog-max-len", 100_000)
+    try:
+        r.slowlog_reset()
+        r.config_resetstat()
+        res = qconsole("peek", "q", "--json", "-r", url)
+        log = [e["command"] for e in r.slowlog_get(100_000)]
+    finally:
+        r.config_set("slowlog-log-slower-than", old["slowlog-log-slower-than"])
+        r.config_set("slowlog-max-len", old["slowlog-max-len"])
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["id"] == want and want
+    for cmd in log:
+        words = cmd.split(b" ")
+        name = words[0].upper()
+        if name == b"ZRANGE":
+            assert int(words[3]) - int(words[2]) < 5000, cmd
+        if name == b"ZRANGEBYSCORE" and words[2] == b"-inf":
+            upper = [w.upper() for w in words]
+            assert b"LIMIT" in upper and int(words[upper.index(b"LIMIT") + 2]) <= 5000, cmd
+    fields = sum(_argc(cmd) - 2 for cmd in log if cmd.split(b" ")[0].upper() == b"HMGET")
+    assert fields <= 5000, fields
