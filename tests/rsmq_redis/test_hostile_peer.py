@@ -100,10 +100,11 @@ def _timed(*args: str) -> tuple[float, object]:
 def test_a_peer_that_is_not_redis_is_one_line_within_seconds(fake, mode, says):
     peer = fake(mode)
     url = f"redis://127.0.0.1:{peer.port}"
-    took, out = _timed("stats", url)
-    assert out.returncode == 2 and out.stdout == "" and out.stderr.count("\n") == 1, out
-    assert says in out.stderr, out.stderr
-    assert took < 12, took
+    if mode in ("plusflood", "bigbulk"):  # (the waiting modes only through check: 5-8 s each)
+        took, out = _timed("stats", url)
+        assert out.returncode == 2 and out.stdout == "" and out.stderr.count("\n") == 1, out
+        assert says in out.stderr, out.stderr
+        assert took < 12, took
     took, out = _timed("check", url)  # Nagios: one UNKNOWN line on stdout
     assert out.returncode == 3 and out.stdout.startswith("QCONSOLE UNKNOWN") and says in out.stdout, out
     assert out.stdout.count("\n") == 1 and took < 12, took
