@@ -127,29 +127,26 @@ def _argc(command: bytes) -> int:
     return 31 + int(more.group(1)) if more else len(command.split(b" "))
 
 
-@pytest.mark.parametrize("argv", [[], ["--json"], ["--ids"], ["--state", "ready"], ["--state", "inflight"],
-                                  ["--state", "delayed"]])
-def test_ls_limit_reads_a_bounded_head(node, r, ns, url, argv):
-    seeded(r, ns, node)
+def _observed(r, *argv: str, url: str) -> tuple[object, dict, list]:
+    """``qconsole ARGV -r URL`` with the server's command counts and every command it ran."""
     old = r.config_get("slowlog-*")
     r.config_set("slowlog-log-slower-than", 0)
     r.config_set("slowlog-max-len", 100_000)
     try:
         r.slowlog_reset()
         r.config_resetstat()
-        res = qconsole("ls", "q", *argv, "--limit", "20", "-r", url)
+        res = qconsole(*argv, "-r", url)
         stats = {k.removeprefix("cmdstat_"): v["calls"] for k, v in r.info("commandstats").items()}
         log = [e["command"] for e in r.slowlog_get(100_000)]
     finally:
         r.config_set("slowlog-log-slower-than", old["slowlog-log-slower-than"])
         r.config_set("slowlog-max-len", old["slowlog-max-len"])
-    assert res.returncode == 0, res.stderr
-    rows = res.stdout.strip().splitlines()
-    assert len(rows) >= 20 or argv[-1] in ("inflight", "delayed"), res.stdout
-    assert not any(stats.get(c) for c in ("zrevrange", "zscan", "hgetall", "hscan", "hkeys", "hvals")), stats
-    assert stats.get("hmget", 0) <= 8 and stats.get("zrangebyscore", 0) <= 4 and stats.get("zrange", 0) <= 2, stats
-    # no range of the whole queue: each ZRANGE spans a few thousand ranks at most, each read by
-    # score from the head takes a few thousand members at most, and the fields read are few
+    return res, stats, log
+
+
+def _bounded(log: list) -> None:
+    """No range of the whole queue: each ZRANGE spans a few thousand ranks at most, each read by
+    score from the head takes a few thousand members at most, and the fields read are few."""
     for cmd in log:
         words = cmd.split(b" ")
         name = words[0].upper()
@@ -160,32 +157,26 @@ def test_ls_limit_reads_a_bounded_head(node, r, ns, url, argv):
             assert b"LIMIT" in upper and int(words[upper.index(b"LIMIT") + 2]) <= 5000, cmd
     fields = sum(_argc(cmd) - 2 for cmd in log if cmd.split(b" ")[0].upper() == b"HMGET")
     assert fields <= 5000, fields
+
+
+@pytest.mark.parametrize("argv", [[], ["--json"], ["--ids"], ["--state", "ready"], ["--state", "inflight"],
+                                  ["--state", "delayed"]])
+def test_ls_limit_reads_a_bounded_head(node, r, ns, url, argv):
+    seeded(r, ns, node)
+    res, stats, log = _observed(r, "ls", "q", *argv, "--limit", "20", url=url)
+    assert res.returncode == 0, res.stderr
+    rows = res.stdout.strip().splitlines()
+    assert len(rows) >= 20 or argv[-1] in ("inflight", "delayed"), res.stdout
+    assert not any(stats.get(c) for c in ("zrevrange", "zscan", "hgetall", "hscan", "hkeys", "hvals")), stats
+    assert stats.get("hmget", 0) <= 8 and stats.get("zrangebyscore", 0) <= 4 and stats.get("zrange", 0) <= 2, stats
+    _bounded(log)
 
 
 def test_peek_without_an_id_reads_the_head_only(node, r, ns, url):
     """`peek Q` (the message the consumer takes next) listed the whole queue to show one."""
     seeded(r, ns, node)
     want = qconsole("ls", "q", "--state", "ready", "--limit", "1", "--ids", "-r", url).stdout.strip()
-    old = r.config_get("slowlog-*")
-    r.config_set("slowlog-log-slower-than", 0)
-    r.config_set("slowlog-max-len", 100_000)
-    try:
-        r.slowlog_reset()
-        r.config_resetstat()
-        res = qconsole("peek", "q", "--json", "-r", url)
-        log = [e["command"] for e in r.slowlog_get(100_000)]
-    finally:
-        r.config_set("slowlog-log-slower-than", old["slowlog-log-slower-than"])
-        r.config_set("slowlog-max-len", old["slowlog-max-len"])
+    res, _stats, log = _observed(r, "peek", "q", "--json", url=url)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["id"] == want and want
-    for cmd in log:
-        words = cmd.split(b" ")
-        name = words[0].upper()
-        if name == b"ZRANGE":
-            assert int(words[3]) - int(words[2]) < 5000, cmd
-        if name == b"ZRANGEBYSCORE" and words[2] == b"-inf":
-            upper = [w.upper() for w in words]
-            assert b"LIMIT" in upper and int(words[upper.index(b"LIMIT") + 2]) <= 5000, cmd
-    fields = sum(_argc(cmd) - 2 for cmd in log if cmd.split(b" ")[0].upper() == b"HMGET")
-    assert fields <= 5000, fields
+    _bounded(log)

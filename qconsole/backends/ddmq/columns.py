@@ -57,7 +57,7 @@ def make_message(cols: MessageColumns, i: int) -> Message:
                    cols.deadline_at(i))
 
 
-class _Acc:
+class _Acc(sn.NotFiles):
     """What the chunks of the queue directory's listing found besides the ready names."""
 
     def __init__(self, track_ids: bool) -> None:
@@ -68,17 +68,6 @@ class _Acc:
         self.id_hashes: array | None = array("q") if track_ids else None
         #: names with ddmq's marker that a relisting's typed listing found not to be regular files
         self.not_files: set[str] = set()
-
-    def drop_not_files(self, ready: list[str]) -> list[str]:
-        """``ready`` without the names :attr:`not_files` holds (counted foreign, said): a name a
-        listing before took as a message may have been replaced by a FIFO, a link or a directory."""
-        gone = self.not_files.intersection(ready) if self.not_files else ()
-        if not gone:
-            return ready
-        for fname in sorted(gone):
-            self.foreign += 1
-            self.errors.add(f"{fname}: named like a message but not a regular file")
-        return list(compress(ready, map(not_, map(gone.__contains__, ready))))
 
     def take(self, names: list[str], irregular: frozenset[str] | set[str]) -> list[str]:
         """Sort one chunk's names out (as ``scan_queue`` does); returns its ready names (unsorted)."""

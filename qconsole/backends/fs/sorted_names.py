@@ -23,6 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from array import array
     from collections.abc import Callable, Iterator
+    from typing import Any
 
     #: one chunk's names and the irregular ones among them -> the chunk's ready names (unsorted)
     Take = Callable[[list[str], "frozenset[str] | set[str]"], list[str]]
@@ -220,3 +221,23 @@ def relist_by_sets(qdir: str, base: list[str], known: set[str] | frozenset[str],
         else:
             ready += added
     return ready, listed
+
+
+class NotFiles:
+    """What a relisting's typed listing found not to be regular files among names a listing
+    before took as messages (a FIFO, a link or a directory put in a message's place). Mixed
+    into the columns' accumulators, which hold ``foreign`` and ``errors``."""
+
+    not_files: set[str]
+    foreign: int
+    errors: Any
+
+    def drop_not_files(self, ready: list[str]) -> list[str]:
+        """``ready`` without the names :attr:`not_files` holds, each counted foreign and said."""
+        gone = self.not_files.intersection(ready) if self.not_files else ()
+        if not gone:
+            return ready
+        for fname in sorted(gone):
+            self.foreign += 1
+            self.errors.add(f"{fname}: named like a message but not a regular file")
+        return list(compress(ready, map(not_, map(gone.__contains__, ready))))

@@ -181,6 +181,19 @@ def _why(word: str, consumed: str, changed: str) -> str:
     return consumed if word == "gone" else NOT_A_MESSAGE if word == "foreign" else changed
 
 
+def _after(part: list[tuple[bytes, float]], skip: int, cursor: float | None) -> tuple[int, float, str]:
+    """Where a score cursor goes on after ``part`` (a full page of ``ZRANGEBYSCORE ... LIMIT``):
+    from the last score, skipping the members at it already read (ties of one ms, counted
+    across pages at the same score). (skip, cursor, low bound)."""
+    edge = part[-1][1]
+    tied = 0
+    for _m, sc in reversed(part):
+        if sc != edge:
+            break
+        tied += 1
+    return tied + (skip if edge == cursor else 0), edge, _bound(edge)
+
+
 class _Tally:
     """What counting a queue's members adds up."""
 
@@ -501,14 +514,7 @@ class RsmqBackend(Backend):
             out.extend(part)
             if len(part) < step:
                 return out
-            edge = part[-1][1]
-            tied = 0
-            for _m, sc in reversed(part):
-                if sc != edge:
-                    break
-                tied += 1
-            skip = tied + (skip if edge == cursor else 0)
-            cursor, low = edge, _bound(edge)
+            skip, cursor, low = _after(part, skip, cursor)
 
     def _fields(self, hkey: str, ids: list[bytes], suffixes: tuple[bytes, ...]) -> list[list[Any]]:
         """HMGET of ``id + suffix`` for each id, CHUNK ids a command, pipelined."""
@@ -828,14 +834,7 @@ class RsmqBackend(Backend):
             rows += [m for m in tally.messages[taken:] if state is None or m.state == state]
             if len(part) < step:
                 break
-            edge = part[-1][1]
-            tied = 0
-            for _m, sc in reversed(part):
-                if sc != edge:
-                    break
-                tied += 1
-            skip = tied + (skip if edge == cursor else 0)
-            cursor, low = edge, _bound(edge)
+            skip, cursor, low = _after(part, skip, cursor)
         rows = rows[:limit]
         count = len(rows) if len(rows) < limit else max(want, len(rows))
         return MessageColumns.from_messages(queue, rows, scan), count

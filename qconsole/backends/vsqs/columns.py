@@ -40,7 +40,7 @@ def make_message(cols: MessageColumns, i: int) -> Message:
                    deadline=None if dl != dl else dl)
 
 
-class _Acc:
+class _Acc(sn.NotFiles):
     """What the chunks of one listing found besides the ready ids."""
 
     def __init__(self) -> None:
@@ -53,17 +53,6 @@ class _Acc:
         self.listed = 0
         #: names like an id that a relisting's typed listing found not to be regular files
         self.not_files: set[str] = set()
-
-    def drop_not_files(self, ready: list[str]) -> list[str]:
-        """``ready`` without the ids :attr:`not_files` names (counted foreign, said): a name a
-        listing before took as a message may have been replaced by a FIFO, a link or a directory."""
-        gone = self.not_files.intersection(ready) if self.not_files else ()
-        if not gone:
-            return ready
-        for fname in sorted(gone):
-            self.foreign += 1
-            self.errors.add(f"{fname}: named like a message but not a regular file")
-        return [m for m in ready if m not in gone]
 
     def take(self, names: list[str], irregular: frozenset[str] | set[str]) -> list[str]:
         """Sort one chunk's names out; returns its ready ids (unsorted)."""
