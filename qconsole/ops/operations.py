@@ -90,8 +90,8 @@ class Operations:
             self._stopped(action, queue, err, fields, outcome="error", error=f"{type(err).__name__}: {err}"[:500])
             raise
         outcome = "ok" if not result.skipped else ("partial" if result.done else "changed underneath")
-        self._audit(queue, action, outcome=outcome, ids=result.done[:1000], count=len(result.done),
-                    skipped=[list(s) for s in result.skipped[:1000]], batch=result.batch, **fields)
+        self._audit(queue, action, outcome=outcome, ids=result.done[:AUDIT_LIST_CAP], count=len(result.done),
+                    skipped=[list(s) for s in result.skipped[:AUDIT_LIST_CAP]], batch=result.batch, **fields)
         return result
 
     def _stopped(self, action: str, queue: str | None, err: BaseException, fields: dict[str, Any],
@@ -111,8 +111,8 @@ class Operations:
             if not done and self.root.ticked and self.root.ticked[0] > 0:
                 processed = self.root.ticked  # a change that keeps no record per id: how far it got
         extra = {"processed": list(processed)} if processed else {}
-        self._audit(queue, action, **outcome, ids=done[:1000], count=len(done),
-                    skipped=[list(x) for x in skipped[:1000]], batch=batch, unknown=unknown, **extra, **fields)
+        self._audit(queue, action, **outcome, ids=done[:AUDIT_LIST_CAP], count=len(done),
+                    skipped=[list(x) for x in skipped[:AUDIT_LIST_CAP]], batch=batch, unknown=unknown, **extra, **fields)
         if part is not None or done or processed:  # (a change the backend tracks says so even when it did nothing)
             try:
                 err.partial = OpResult(action, queue, done=done, skipped=skipped, batch=batch,  # type: ignore[attr-defined]
@@ -384,15 +384,12 @@ class Operations:
             raise
         # lists capped as a change's ids are: 8,000 planted claims made a 1.3 MB line the audit
         # reader refuses (review D); the counts say how many there were
-        lists = {key: getattr(report, attr) for key, attr in (("restored", "restored"), ("completed", "completed"),
-                                                                ("removed", "removed_temp"), ("live", "live"),
-                                                                ("problems", "problems"))}
         fields: dict[str, Any] = {}
-        for key, value in lists.items():
-            if isinstance(value, list) and len(value) > AUDIT_LIST_CAP:
-                fields[key], fields[f"{key}_count"] = value[:AUDIT_LIST_CAP], len(value)
-            else:
-                fields[key] = value
+        for key, value in (("restored", report.restored), ("completed", report.completed),
+                           ("removed", report.removed_temp), ("live", report.live), ("problems", report.problems)):
+            fields[key] = value[:AUDIT_LIST_CAP]
+            if len(value) > AUDIT_LIST_CAP:
+                fields[f"{key}_count"] = len(value)
         self._audit(None, "recover", outcome="ok" if not report.problems else "partial", **fields)
         return report
 

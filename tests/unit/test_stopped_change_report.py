@@ -27,6 +27,16 @@ def _vsqs_root(tmp_path, n: int) -> str:
     return str(root)
 
 
+def _stop_at(ops: Operations, done: int, stop: type[BaseException]) -> None:
+    """Stop the change from its progress callback once ``done`` messages are through (as the
+    console's stop at a safe point does)."""
+    def tick(n: int, _total: int) -> None:
+        if n >= done:
+            raise stop("stopped by the test")
+
+    ops.root.progress = tick
+
+
 def _last(tmp_path) -> dict:
     return json.loads((tmp_path / "audit").read_text().splitlines()[-1])
 
@@ -38,11 +48,7 @@ def test_a_stopped_purge_reports_and_logs_what_it_did(tmp_path, trash_on, stop):
     root = _vsqs_root(tmp_path, n)
     ops = Operations(open_target(root), audit_log=str(tmp_path / "audit"))
 
-    def tick(done: int, total: int) -> None:
-        if done >= 2048:
-            raise stop("stopped by the test")
-
-    ops.root.progress = tick
+    _stop_at(ops, 2048, stop)
     with pytest.raises(stop) as info:
         ops.purge("q", trash=trash_on)
     gone = n - len(os.listdir(os.path.join(root, "q")))
@@ -66,11 +72,7 @@ def test_an_interrupted_publish_still_reports_its_ids(tmp_path):
     root = _vsqs_root(tmp_path, 0)
     ops = Operations(open_target(root), audit_log=str(tmp_path / "audit"))
 
-    def tick(done: int, total: int) -> None:
-        if done >= 5:
-            raise KeyboardInterrupt
-
-    ops.root.progress = tick
+    _stop_at(ops, 5, KeyboardInterrupt)
     with pytest.raises(KeyboardInterrupt) as info:
         ops.publish("q", [b"x"] * 20)
     rec = _last(tmp_path)
@@ -82,11 +84,7 @@ def test_a_stopped_move_reports_what_it_committed(tmp_path):
     os.mkdir(os.path.join(root, "dest"))
     ops = Operations(open_target(root), audit_log=str(tmp_path / "audit"))
 
-    def tick(done: int, total: int) -> None:
-        if done >= 600:
-            raise KeyboardInterrupt
-
-    ops.root.progress = tick
+    _stop_at(ops, 600, KeyboardInterrupt)
     with pytest.raises(KeyboardInterrupt) as info:
         ops.move("q", "dest", all_=True)
     moved = len(os.listdir(os.path.join(root, "dest")))
@@ -111,11 +109,7 @@ def test_a_stopped_change_that_keeps_no_record_per_id_says_how_far_it_got(tmp_pa
     root = _held_root(tmp_path, n)
     ops = Operations(open_target(root), audit_log=str(tmp_path / "audit"))
 
-    def tick(done: int, total: int) -> None:
-        if done >= 1000:
-            raise stop("stopped by the test")
-
-    ops.root.progress = tick
+    _stop_at(ops, 1000, stop)
     with pytest.raises(stop) as info:
         ops.requeue("q", all_held=True)
     ready = sum(1 for n_ in os.listdir(os.path.join(root, "q")) if "." not in n_)

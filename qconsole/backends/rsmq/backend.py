@@ -181,6 +181,23 @@ def _why(word: str, consumed: str, changed: str) -> str:
     return consumed if word == "gone" else NOT_A_MESSAGE if word == "foreign" else changed
 
 
+def _rounds(ids: list[bytes], width: int) -> Iterator[tuple[int, list[list[bytes]]]]:
+    """``ids`` as HMGETs of ``width`` fields an id, CHUNK fields a command and PIPELINE commands
+    a round trip: each round's first index and its parts."""
+    step = max(1, CHUNK // width)
+    for base in range(0, len(ids), step * PIPELINE):
+        yield base, [ids[i:i + step] for i in range(base, min(base + step * PIPELINE, len(ids)), step)]
+
+
+def _without(members: list[tuple[bytes, float]], values: list[list[Any]],
+             gone: set[int]) -> tuple[list[tuple[bytes, float]], list[list[Any]]]:
+    """``members`` and their ``values`` but those at the indexes ``gone`` (no longer members)."""
+    if not gone:
+        return members, values
+    keep = [i for i in range(len(members)) if i not in gone]
+    return [members[i] for i in keep], [values[i] for i in keep]
+
+
 def _after(part: list[tuple[bytes, float]], skip: int, cursor: float | None) -> tuple[int, float, str]:
     """Where a score cursor goes on after ``part`` (a full page of ``ZRANGEBYSCORE ... LIMIT``):
     from the last score, skipping the members at it already read (ties of one ms, counted
@@ -525,11 +542,9 @@ class RsmqBackend(Backend):
         """HMGET of ``id + suffix`` for each id, CHUNK ids a command, pipelined."""
         out: list[list[Any]] = []
         width = len(suffixes)
-        step = max(1, CHUNK // width)
-        for base in range(0, len(ids), step * PIPELINE):
+        for _base, parts in _rounds(ids, width):
             pipe = self._pipe()
-            for i in range(base, min(base + step * PIPELINE, len(ids)), step):
-                part = ids[i:i + step]
+            for part in parts:
                 pipe.hmget(hkey, [m + sfx for m in part for sfx in suffixes])
             for values in self._call(pipe.execute):
                 out.extend(values[j:j + width] for j in range(0, len(values), width))
@@ -545,11 +560,9 @@ class RsmqBackend(Backend):
         out: list[list[Any]] = []
         scores: list[float | None] = []
         width = len(suffixes)
-        step = max(1, CHUNK // width)
-        for base in range(0, len(ids), step * PIPELINE):
+        for base, parts in _rounds(ids, width):
             pipe = self._pipe()
-            for i in range(base, min(base + step * PIPELINE, len(ids)), step):
-                part = ids[i:i + step]
+            for part in parts:
                 pipe.hmget(hkey, [m + sfx for m in part for sfx in suffixes])
                 if self._zmscore:
                     pipe.zmscore(zkey, part)
@@ -567,13 +580,13 @@ class RsmqBackend(Backend):
             except rx.RedisError as err:
                 raise self._failed(err) from None
             it = iter(replies)
-            for i in range(base, min(base + step * PIPELINE, len(ids)), step):
+            for part in parts:
                 values = next(it)
                 out.extend(values[j:j + width] for j in range(0, len(values), width))
                 if self._zmscore:
                     scores.extend(next(it))
                 else:
-                    scores.extend(next(it) for _ in ids[i:i + step])
+                    scores.extend(next(it) for _ in part)
         return out, scores
 
     @staticmethod
@@ -596,10 +609,7 @@ class RsmqBackend(Backend):
                 gone.add(i)
             elif visible:
                 members[i] = (members[i][0], score)
-        if gone:
-            keep = [i for i in range(len(members)) if i not in gone]
-            members, values = [members[i] for i in keep], [values[i] for i in keep]
-        return members, values
+        return _without(members, values, gone)
 
     def _hidden_settled(self, zkey: str, hkey: str, now_ms: int, horizon_ms: int, members: list[tuple[bytes, float]],
                         values: list[list[Any]]) -> tuple[int, int, int, list[tuple[bytes, float]], list[list[Any]]]:
@@ -633,9 +643,7 @@ class RsmqBackend(Backend):
                     gone.add(i)
                 elif rc is not None:
                     values[i] = [rc]
-            if gone:
-                keep = [i for i in range(len(members)) if i not in gone]
-                members, values = [members[i] for i in keep], [values[i] for i in keep]
+            members, values = _without(members, values, gone)
         return hlen, total, hidden, members, values
 
     def _scan_one(self, name: str, now_s: float, now_ms: int, *, collect: bool, force_exact: bool = False) -> QueueScan:
