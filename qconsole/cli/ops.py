@@ -110,7 +110,8 @@ def publish(
         # a FIFO or /dev/zero is refused, never read; a file past the cap, before it is read
         data = safety.read_regular(file, follow=True, max_size=MAX_PUBLISH_BYTES)
     else:
-        data = (text or "").encode()
+        # argv is bytes: what is not UTF-8 arrives as surrogates and goes out as those bytes
+        data = (text or "").encode("utf-8", "surrogateescape")
     result = ops.publish(queue, [data] * count, **options)
     _report(ops, result)
     if count <= 20:

@@ -844,6 +844,20 @@ for cmd, argv in STDIN_CMDS.items():
                  check=said(f"{cmd} jobs: {done}, ", f"\n  skipped {data.splitlines()[-1]}: not in the queue any more\n",
                             stream="stdout"))
 
+# TEXT on the command line holding bytes that are not UTF-8 (argv is bytes; Python hands them
+# over as surrogates): VSQS publishes those very bytes, as from stdin; ddmq refuses in one line
+def published_bytes(data: bytes):
+    def check(w, res, before, after) -> None:
+        new = [k for k in after if k not in before and k.startswith("jobs" + os.sep)]
+        assert len(new) == 1 and after[new[0]][2] == data, new
+    return check
+
+
+case("publish-text-not-utf8", layouts=("vsqs",), cls="small", argv=["publish", "jobs", "\udcff\udcfeab"],
+     codes=(0,), check=published_bytes(b"\xff\xfeab"))
+case("publish-text-not-utf8", layouts=("ddmq",), cls="small", argv=["publish", "jobs", "\udcff\udcfeab"],
+     keep=("*",), check=said("not valid UTF-8"))
+
 case("payload-escapes-peek", cls="terminal",
      plant=lambda w: w.write(f"jobs/{vsqs_id(1)}", "\x1b]52;c;cHduZWQ=\x07\x1b[2J\x9b31m") if w.layout == "vsqs" else
      w.write(f"jobs/1.{NOW_S}000000.ddmq{1:032x}", ddmq_body("jobs", "\x1b]52;c;cHduZWQ=\x07\x1b[2J", 1, f"{NOW_S}000000", f"{1:032x}")),
