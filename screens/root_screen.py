@@ -123,7 +123,10 @@ class RootScreen(Screen[None]):
 
     MUTATING = frozenset({"publish", "undo"})
     BINDINGS = [
-        Binding("enter", "open_queue", "Open", id="root.open"),
+        # priority (run as the key arrives, the queue screen mounted before the next key is
+        # taken): the table's own enter posted RowSelected, and a key typed right after it (end,
+        # j) moved the cursor first, so the queue under it was opened instead
+        Binding("enter", "open_queue", "Open", id="root.open", priority=True, show=False),
         Binding("slash", "filter", "Filter", id="root.filter", priority=True),
         Binding("o", "sort", "Sort", id="root.sort"),
         # priority (run as the key arrives, the form mounted and focused before the next key is
@@ -198,9 +201,10 @@ class RootScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.MUTATING and self.qapp.read_only:
             return False
-        if action in ("filter", "publish", "settings") and self.focused is self.query_one("#filter", Input):
-            # /, p and s are priority keys: typed in the box they are text (the screen's focus is
-            # set at once; has_focus follows only when the box has handled its Focus event)
+        if action in ("filter", "publish", "settings", "open_queue") and self.focused is self.query_one("#filter", Input):
+            # /, p, s and enter are priority keys: typed in the box they are text (or submit it;
+            # the screen's focus is set at once; has_focus follows only when the box has handled
+            # its Focus event)
             return False
         if action in ("settings", "trash"):
             sel = self.selected()
@@ -520,16 +524,19 @@ class RootScreen(Screen[None]):
         i, scan = self.scans[key]
         return self.qapp.roots[i], scan.name
 
-    def action_open_queue(self) -> None:
-        key = self.cursor_key()
-        sel = self.selected()
-        if sel and key:
-            self.app.push_screen(QueueScreen(*sel, counts=self.scans[key][1]))
+    async def action_open_queue(self, key: str | None = None) -> None:
+        key = key if key is not None else self.cursor_key()
+        if key is None or key not in self.scans:
+            return
+        i, scan = self.scans[key]
+        # awaited: mounted before the app takes the next key (see the binding)
+        await self.app.push_screen(QueueScreen(self.qapp.roots[i], scan.name, counts=scan))
 
     @on(DataTable.RowSelected)
-    def _row_selected(self, event: DataTable.RowSelected) -> None:
+    async def _row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        self.action_open_queue()
+        # (a click on a row) the row selected, not the one under the cursor when this is handled
+        await self.action_open_queue(str(event.row_key.value) if event.row_key.value is not None else None)
 
     async def action_settings(self) -> None:
         sel = self.selected()
