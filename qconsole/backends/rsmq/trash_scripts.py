@@ -26,13 +26,14 @@ return "ok"
 
 #: rsmq's deleteMessage and, when ARGV[4] == "1", the message (body, rc, fr, score) into the
 #: batch KEYS[3] (hash) at its place ARGV[5] in KEYS[4] (zset), only while the batch's meta
-#: KEYS[5] names the caller's token ARGV[6] as its filler: else ``nobatch`` and nothing touched
+#: KEYS[5] names the caller's token ARGV[6] as its filler: else ``nobatch`` and nothing touched.
+#: Into the batch first, out of the queue last: Redis keeps a script's earlier writes when a later
+#: command fails (a batch key planted of another type: WRONGTYPE), and the other way round such a
+#: failure had taken the message out of its queue and put it nowhere
 REMOVE = """
 if ARGV[4] == "1" and redis.call("HGET", KEYS[5], "filler") ~= ARGV[6] then return "nobatch" end
 """ + _CHECK + """
 local f = redis.call("HMGET", KEYS[2], id, id .. ":rc", id .. ":fr")
-redis.call("ZREM", KEYS[1], id)
-redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr")
 if ARGV[4] == "1" then
   redis.call("HSET", KEYS[3], id .. ":s", s)
   if f[1] then redis.call("HSET", KEYS[3], id, f[1]) end
@@ -41,6 +42,8 @@ if ARGV[4] == "1" then
   redis.call("ZADD", KEYS[4], ARGV[5], id)
   redis.call("HSET", KEYS[5], "touched", redis.call("TIME")[1])
 end
+redis.call("ZREM", KEYS[1], id)
+redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr")
 return "ok"
 """
 

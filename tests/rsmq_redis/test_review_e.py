@@ -1,0 +1,45 @@
+"""RSMQ against hostile review E, on a real redis-server beside the real Node client: a trash
+batch whose keys turn into the wrong type while a purge fills it, and receive counts (``{id}:rc``)
+that no client writes (a non-number, thousands of digits)."""
+
+from __future__ import annotations
+
+import pytest
+
+from qconsole.backends import open_target
+from qconsole.errors import QConsoleError
+from qconsole.ops import Operations
+
+
+@pytest.fixture
+def audit_log(tmp_path) -> str:
+    return str(tmp_path / "audit.log")
+
+
+def _sent(node, queue: str, n: int) -> dict[str, str]:
+    node.call("createQueue", qname=queue)
+    return {node.call("sendMessage", qname=queue, message=f"m{i}"): f"m{i}" for i in range(n)}
+
+
+@pytest.mark.parametrize("which", [1, 2])  # the batch's messages hash, its order sorted set
+def test_a_batch_key_of_the_wrong_type_loses_no_message(which, audit_log, node, url, r, ns):
+    """The purge's batch key is made a string (planted as the purge begins): the purge stops
+    with one line, and every message is still in the queue with its body (a script that took
+    the message out of the queue before its write into the batch failed lost it)."""
+    sent = _sent(node, "q", 3)
+    b = open_target(url)
+    made = b._new_batch
+
+    def planted(*args, **kwargs):
+        batch, token = made(*args, **kwargs)
+        r.set(b._trash_keys(batch)[which], "planted")
+        return batch, token
+
+    b._new_batch = planted
+    with pytest.raises(QConsoleError) as info:
+        Operations(b, audit_log=audit_log).purge("q")
+    assert "WRONGTYPE" in str(info.value) and "\n" not in str(info.value)
+    assert {m.decode() for m in r.zrange(f"{ns}:q", 0, -1)} == set(sent)
+    assert {mid: r.hget(f"{ns}:q:Q", mid).decode() for mid in sent} == sent
+    got = node.call("receiveMessage", qname="q")
+    assert got["id"] in sent and got["message"] == sent[got["id"]]
