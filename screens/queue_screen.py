@@ -173,6 +173,8 @@ class QueueScreen(Screen[None]):
         self._view_cancel = threading.Event()
         #: (keep, cap) of a view opened on a listing under way: run again on the complete one
         self._view_redo: tuple[Callable[[Message, Callable[[], Payload | None]], bool], int] | None = None
+        #: the message the cursor was on when a view opened: it is there again when the view closes
+        self._view_from: Message | None = None
 
     @property
     def qapp(self):  # noqa: ANN201
@@ -511,13 +513,19 @@ class QueueScreen(Screen[None]):
         self._view_cancel.set()  # a running pass stops
         self._view_cancel = threading.Event()
         self._view_token += 1
+        from_list = self.view is None
         self.view = view
         self.view_matches = []
         self.view_places = {}
         self._view_redo = (keep, cap) if self.still_listing else None
         self.view_progress = (0, len(self.all_messages), False)
-        self.query_one(MessageList).number_by(self.all_messages, self.view_places)
-        self.query_one(MessageList).set_messages([])
+        lst = self.query_one(MessageList)
+        if from_list:  # (a view opened over another keeps the first one's place)
+            self._view_from = lst.current()
+        lst.number_by(self.all_messages, self.view_places)
+        # not followed: the cursor's message is not gone, only not found yet (a search of a big
+        # queue said "message … is gone (consumed or changed)" until its first match)
+        lst.set_messages([], follow=False)
         self.update_status()
         self._filter_worker(self._view_token, self.all_messages, keep, cap, self._view_cancel)
 
@@ -527,8 +535,15 @@ class QueueScreen(Screen[None]):
         self.view = None
         self.view_matches = []
         self.view_places = {}
-        self.query_one(MessageList).number_by(None)
-        self.query_one(MessageList).set_messages(self.all_messages)
+        lst = self.query_one(MessageList)
+        lst.number_by(None)
+        shown = lst.current()
+        lst.set_messages(self.all_messages)
+        back, self._view_from = self._view_from, None
+        if shown is None and back is not None:  # nothing found: back where the view began
+            found = lst.messages.index_of(back.id, lst.cursor, back.relpath)
+            if found is not None:
+                lst.cursor = found
         self.update_status()
 
     @work(thread=True, exit_on_error=False, group="filter")

@@ -42,3 +42,32 @@ async def test_enter_then_end_in_one_burst_opens_the_queue_enter_was_pressed_on(
         await settle(pilot)
         assert isinstance(app.screen, QueueScreen)
         assert app.screen.queue == "alpha", app.screen.queue  # was charlie: the row under the cursor by then
+
+
+# -- 2. a search under way said the cursor's message was gone -------------------------------------
+
+async def test_a_search_under_way_does_not_say_the_cursor_message_is_gone(vsqs_root: tuple[str, Any],
+                                                                          monkeypatch: Any) -> None:
+    from qconsole.screens.queue_screen import QueueScreen
+
+    root, manager = vsqs_root
+    q = manager.get_queue("jobs")
+    for i in range(5):
+        q.publish(f"payload {i}".encode())
+    # the pass over the payloads not started yet (a big queue: it reads for seconds before a match)
+    monkeypatch.setattr(QueueScreen, "_filter_worker", lambda self, *a, **kw: None)
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "jobs")
+        lst = screen.query_one("MessageList")
+        await pilot.press("down", "down")
+        on = lst.current().id
+        await pilot.press("slash", *"zzz", "enter")
+        await settle(pilot)
+        assert screen.view is not None
+        text = screen_text(app)
+        assert "is gone" not in text, text  # was "message 17… is gone (consumed or changed)": it was not
+        await pilot.press("escape")  # the view closes: the cursor is back on its message
+        await settle(pilot)
+        assert screen.view is None and "is gone" not in screen_text(app)
+        assert lst.current().id == on  # (was the first row)
