@@ -111,6 +111,8 @@ class SettingsScreen(Screen[None]):
         self.invalid: set[tuple[str, str]] = set()
         #: printable keys typed before the fields were there (said once the form is loaded)
         self.early_keys = 0
+        #: problems of values as their files hold them (not changed here): said, never saved
+        self.stored_problems: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -215,13 +217,22 @@ class SettingsScreen(Screen[None]):
 
     # -- validation ---------------------------------------------------------------------
     def values(self) -> tuple[dict[str, dict[str, Any]], list[str]]:
-        """The values typed per level (empty fields left out) and every problem found."""
+        """The values typed per level (empty fields left out) and every problem found in the
+        fields the operator changed. A value as its file holds it that the form would not take
+        (PyRSMQ's maxsize 65565, a planted ddmq.yaml) is in :attr:`stored_problems`: a save
+        leaves it as it is (as ``qconsole config`` does), so it blocks no other change."""
         out: dict[str, dict[str, Any]] = {level: {} for level in LEVELS}
         problems: list[str] = []
+        stored: list[str] = []
+        #: per level, the keys whose field holds what the file holds
+        kept: dict[str, set[str]] = {level: set() for level in LEVELS}
         self.invalid = set()
         for inp in self.fields or ():
             level, key = inp.setting  # type: ignore[attr-defined]
             text = inp.value
+            unchanged = text.strip() == self.initial.get((level, key), "").strip()
+            if unchanged:
+                kept[level].add(key)
             if text.strip() == "":
                 if not self.qroot.settings_removable and self.initial.get((level, key), "").strip():
                     # said while typing, not refused at ctrl+s after "1 to remove"
@@ -231,22 +242,26 @@ class SettingsScreen(Screen[None]):
                     continue
                 inp.remove_class("invalid")
                 continue
+            said = stored if unchanged else problems
             try:
                 out[level][key] = self.qroot.parse_setting(key, text)
                 inp.remove_class("invalid")
             except QConsoleError as err:
-                problems.append(f"{level}: {err}")
+                said.append(f"{level}: {err}")
                 inp.add_class("invalid")
                 self.invalid.add((level, key))
             except Exception as err:  # noqa: BLE001 (a store's parser at fault: typed text never ends the console)
-                problems.append(f"{level}: {key}: not understood ({type(err).__name__}: {err})")
+                said.append(f"{level}: {key}: not understood ({type(err).__name__}: {err})")
                 inp.add_class("invalid")
                 self.invalid.add((level, key))
         for level in LEVELS:
-            try:
-                problems.extend(f"{level}: {p}" for p in self.qroot.validate_settings(out[level]))
-            except Exception as err:  # noqa: BLE001 (as above)
-                problems.append(f"{level}: not understood ({type(err).__name__}: {err})")
+            for said, part in ((problems, {k: v for k, v in out[level].items() if k not in kept[level]}),
+                               (stored, {k: v for k, v in out[level].items() if k in kept[level]})):
+                try:
+                    said.extend(f"{level}: {p}" for p in self.qroot.validate_settings(part))
+                except Exception as err:  # noqa: BLE001 (as above)
+                    said.append(f"{level}: not understood ({type(err).__name__}: {err})")
+        self.stored_problems = stored
         return out, problems
 
     def changes(self, typed: dict[str, dict[str, Any]]) -> dict[str, tuple[dict[str, Any], list[str]]]:
@@ -288,6 +303,12 @@ class SettingsScreen(Screen[None]):
                 label.update(text)
         err = self.query_one("#serror", Static)
         pending = self.changes(typed)
+        kept = self.stored_problems
+        note = Text()
+        if kept:  # a value as stored that the form would not take: said, and left as it is
+            more = f" (+{len(kept) - 1} more)" if len(kept) > 1 else ""
+            note = safe_text(f" · as stored: {kept[0]}{more}; kept unless changed", style="yellow",
+                             keep_newlines=False)
         if problems:
             err.update(safe_text(problems[0], style="red", keep_newlines=False))
         elif pending:
@@ -297,7 +318,9 @@ class SettingsScreen(Screen[None]):
             line = f"ctrl+s saves: {n_set} to set, {n_unset} to remove"
             if removed:
                 line += f" ({'; '.join(removed)})"
-            err.update(safe_text(line, style="bold", keep_newlines=False))
+            err.update(Text.assemble(safe_text(line, style="bold", keep_newlines=False), note))
+        elif kept:
+            err.update(Text.assemble(("ctrl+s saves", "dim"), note))
         else:
             err.update(Text("ctrl+s saves (atomic; unknown keys are kept)", style="dim"))
 

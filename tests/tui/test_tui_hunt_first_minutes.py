@@ -71,3 +71,82 @@ async def test_a_search_under_way_does_not_say_the_cursor_message_is_gone(vsqs_r
         await settle(pilot)
         assert screen.view is None and "is gone" not in screen_text(app)
         assert lst.current().id == on  # (was the first row)
+
+
+# -- 3. a value as stored that the form would not accept blocked every other save ------------------
+
+async def test_a_pyrsmq_queue_maxsize_as_stored_does_not_block_saving_vt() -> None:
+    from redis_peer import shared_server
+    from textual.widgets import Input
+
+    from qconsole.screens.settings_screen import SettingsScreen
+
+    server = shared_server()
+    try:
+        from rsmq import RedisSMQ
+    except ImportError:
+        pytest.skip("PyRSMQ is not installed (the test extra pins PyRSMQ==0.6.1)")
+    ns = "huntc" + os.urandom(5).hex()
+    # PyRSMQ's own default maxsize is 65565 (not rsmq's 65536): out of the range a save takes
+    RedisSMQ(host="127.0.0.1", port=server.port, ns=ns).createQueue(qname="jobs", vt=8).execute()
+    app = make_app([server.url(ns)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        form = app.screen
+        assert isinstance(form, SettingsScreen)
+        assert form.query_one("#queue--maxsize", Input).value == "65565"
+        box = form.query_one("#queue--vt", Input)
+        form.set_focus(box)
+        await pilot.press("ctrl+a", "ctrl+k", "6", "0")
+        await settle(pilot)
+        status = str(form.query_one("#serror").content)
+        assert "ctrl+s saves: 1 to set" in status, status  # was "maxsize must be between ...": red
+        assert "65565" in status  # the stored value is still said (as stored, kept as it is)
+        shown = " ".join(screen_text(app).split())
+        assert "not 65565; kept unless changed" in shown, shown  # wrapped at 80 columns, not cut
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert "not saved" not in said(app), said(app)
+    client = server.client()
+    try:
+        assert client.hget(f"{ns}:jobs:Q", "vt") == b"60"
+        assert client.hget(f"{ns}:jobs:Q", "maxsize") == b"65565"  # untouched
+    finally:
+        client.close()
+
+
+async def test_a_changed_field_out_of_range_is_still_refused() -> None:
+    from redis_peer import shared_server
+    from textual.widgets import Input
+
+    from qconsole.screens.settings_screen import SettingsScreen
+
+    server = shared_server()
+    try:
+        from rsmq import RedisSMQ
+    except ImportError:
+        pytest.skip("PyRSMQ is not installed (the test extra pins PyRSMQ==0.6.1)")
+    ns = "huntc" + os.urandom(5).hex()
+    RedisSMQ(host="127.0.0.1", port=server.port, ns=ns).createQueue(qname="jobs", vt=8).execute()
+    app = make_app([server.url(ns)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        form = app.screen
+        assert isinstance(form, SettingsScreen)
+        box = form.query_one("#queue--maxsize", Input)
+        form.set_focus(box)
+        await pilot.press("ctrl+a", "ctrl+k", *"70000")
+        await settle(pilot)
+        assert "maxsize must be between" in str(form.query_one("#serror").content)
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert "not saved" in said(app)
+    client = server.client()
+    try:
+        assert client.hget(f"{ns}:jobs:Q", "maxsize") == b"65565"
+    finally:
+        client.close()
