@@ -418,6 +418,31 @@ for label, created in (("nan", b"NaN"), ("inf", b"Infinity"), ("minus-inf", b"-I
     case(f"manifest-created-{label}-empty-older", cls="state", plant=_plant,
          argv=["trash", "empty", "--older-than", "1d", "--yes"], codes=(0,), keep=("*",))
 
+# a directory named like a batch whose name is no time (month 13, hour 25): not a batch, left
+# alone; the real batches beside it are listed, restored and emptied as ever (such a name made
+# every command that reads the batches' times fail with an internal error)
+IMPOSSIBLE = "20261399T256199-abcdef"
+
+
+def plant_impossible_batch(w: World) -> None:
+    planted_batch(w)
+    planted_batch(w, IMPOSSIBLE, files={(vsqs_id(501) if w.layout == "vsqs" else
+                                         f"999.{NOW_S - 50}000001.ddmq{501:032x}"): b"impossible"})
+
+
+def impossible_kept(*texts: str):
+    def check(w, res, before, after) -> None:
+        left = {k: v for k, v in before.items() if IMPOSSIBLE in k}
+        assert left and all(after.get(k) == v for k, v in left.items()), "the impossible batch was touched"
+        assert all(t in res.stdout for t in texts), res.stdout
+    return check
+
+
+for label, argv, text in (("list", ["trash", "list"], "20200101T000000-aaaaaa"),
+                          ("restore", ["trash", "restore"], "1 done"),
+                          ("empty-older", ["trash", "empty", "--older-than", "1d", "--yes"], "1 done")):
+    case(f"batch-name-impossible-time-{label}", cls="absurd", plant=plant_impossible_batch, argv=argv, codes=(0,),
+         check=impossible_kept(text), conserve=label != "empty-older")  # (emptying loses the real batch's)
 case("manifest-queue-traversal-restore", cls="state",
      plant=lambda w: planted_batch(w, manifest={"batch": "b", "created_at": NOW_S, "action": "purge",
                                                 "queue": "../outside", "complete": True, "items": [

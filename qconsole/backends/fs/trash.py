@@ -185,7 +185,19 @@ def batch_names(c: safety.Confined) -> list[str]:
         return []
     except (OSError, QConsoleError):
         return []
-    return sorted(n for n, kind in entries if kind == "dir" and BATCH_RE.fullmatch(n))
+    return sorted(n for n, kind in entries if kind == "dir" and _is_batch_name(n))
+
+
+def _is_batch_name(name: str) -> bool:
+    """Named as a purge names its batch: the pattern, and a time that is one (a planted
+    ``20261399T256199-abcdef`` made every reader of the batches' times fail)."""
+    if not BATCH_RE.fullmatch(name):
+        return False
+    try:
+        _named_time(name)
+    except (ValueError, OverflowError):
+        return False
+    return True
 
 
 def _queue_of(doc: dict[str, Any], files: list[tuple[str, str]]) -> str | None:
