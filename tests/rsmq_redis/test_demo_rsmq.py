@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,18 @@ KIT = backend_class("rsmq").demo()
 def _server_binary(redis_server) -> None:  # the shared server's fixture checks redis-server and redis-py
     if KIT.find_server() is None:
         missing("no redis-server for the demo")
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A TMPDIR short enough for the demo's unix socket (at most 107 bytes): pytest's own
+    directory under xdist (``.../popen-gw0/<test name>/``) is not, and the demo then rightly
+    runs without RSMQ."""
+    path = Path(tempfile.mkdtemp(prefix="qcd-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def server_pids(sock: str) -> list[int]:
@@ -126,9 +141,10 @@ def drain(fd: int, seconds: float) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_cli_demo_stops_its_redis_server_on_sigterm_and_sighup(tmp_path: Path, sig: int) -> None:
+def test_cli_demo_stops_its_redis_server_on_sigterm_and_sighup(short_tmp: Path, sig: int) -> None:
     import pty
 
+    tmp_path = short_tmp
     pid, fd = pty.fork()
     if pid == 0:  # the child: a demo on a terminal of its own
         os.environ["TMPDIR"] = str(tmp_path)
@@ -217,7 +233,8 @@ log.write(json.dumps({"survived": True}) + "\n")
 
 
 def test_a_second_hang_up_during_the_clean_up_does_not_remove_the_tree_under_a_running_server(
-        tmp_path: Path) -> None:
+        short_tmp: Path) -> None:
+    tmp_path = short_tmp
     log = tmp_path / "events.jsonl"
     out = subprocess.run([sys.executable, "-c", DOUBLE_HANGUP, str(log)], capture_output=True, text=True,
                          timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)})
