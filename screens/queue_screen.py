@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -38,6 +39,8 @@ from .services import services
 
 #: between status fields: visible, so fields never read as one word
 SEP = " · "
+#: a state's label in a title too narrow for the words (the root screen's column heads)
+SHORT_STATES = {"writing": "wr", "delayed": "dl"}
 #: bytes read per message for the list's preview column
 PREVIEW_CAP = 2048
 #: ids named in a delete dialog before "and N more"
@@ -370,12 +373,9 @@ class QueueScreen(Screen[None]):
 
     # -- status ---------------------------------------------------------------------------
     def update_title(self) -> None:
-        head = Text.assemble(("queue ", "dim"), (safe_name(self.queue), "bold"), (SEP, "dim"), (self.qroot.kind, "dim"))
-        t = Text()  # the counts after it
         shown = self.counts_shown()
-        if unreadable(shown):  # not "0": the root screen says `?` for it too
-            t.append(f"{SEP}ready ?{SEP}in-flight ?{SEP}expired ?", "red")
-        elif shown is not None:
+        c: dict[str, int] | None = None
+        if shown is not None and not unreadable(shown):
             c = dict(shown.counts)
             if self.listing is not None and shown is self.listing.scan:
                 # counted as the rows show them now: in flight past the deadline expired, delayed
@@ -385,23 +385,42 @@ class QueueScreen(Screen[None]):
                 c[INFLIGHT], c[EXPIRED] = c.get(INFLIGHT, 0) - late, c.get(EXPIRED, 0) + late
                 if due:
                     c[DELAYED], c[READY] = c.get(DELAYED, 0) - due, c.get(READY, 0) + due
-            expired = c.get(EXPIRED, 0)
-            t.append(f"{SEP}ready {c.get(READY, 0)}{SEP}in-flight {c.get(INFLIGHT, 0)}{SEP}", "")
-            t.append(f"expired {expired}", "red" if expired else "")
-            for state, n in c.items():  # writing, delayed, ...: whatever else the store has
-                if state not in (READY, INFLIGHT, EXPIRED, "foreign") and n:
-                    t.append(SEP)
-                    t.append(f"{state} {n}", "yellow")
-        if self.qapp.read_only:
-            t.append(SEP)
-            t.append("READ-ONLY", "bold red")
+
+        def counts(short: bool) -> Text:
+            t = Text()  # the counts after the queue's name
+            infl, exp = ("infl", "exp") if short else ("in-flight", "expired")
+            if unreadable(shown):  # not "0": the root screen says `?` for it too
+                t.append(f"{SEP}ready ?{SEP}{infl} ?{SEP}{exp} ?", "red")
+            elif c is not None:
+                expired = c.get(EXPIRED, 0)
+                t.append(f"{SEP}ready {c.get(READY, 0)}{SEP}{infl} {c.get(INFLIGHT, 0)}{SEP}", "")
+                t.append(f"{exp} {expired}", "red" if expired else "")
+                for state, n in c.items():  # writing, delayed, ...: whatever else the store has
+                    if state not in (READY, INFLIGHT, EXPIRED, "foreign") and n:
+                        t.append(SEP)
+                        t.append(f"{SHORT_STATES.get(state, state) if short else state} {n}", "yellow")
+            if self.qapp.read_only:
+                t.append(SEP)
+                t.append("READ-ONLY", "bold red")
+            return t
+
+        # one row: a long name gives way to the counts (the title wrapped them onto a second row
+        # the screen does not show), down to 12 cells of it; then the counts' short labels
+        avail = (self.size.width or 80) - 2
+        base = len("queue ") + len(SEP) + len(self.qroot.kind)
+        t = counts(False)
+        if base + min(12, cell_len(safe_name(self.queue))) + t.cell_len > avail:
+            t = counts(True)
+        head = Text.assemble(("queue ", "dim"), (short_name(self.queue, max(12, avail - base - t.cell_len)), "bold"),
+                             (SEP, "dim"), (self.qroot.kind, "dim"))
         label = self.qapp.root_label(self.qroot)
         if label:  # several roots open: `jobs` may be in two of them (in the room the counts leave)
-            room = min(ROOT_W, (self.size.width or 80) - 2 - head.cell_len - t.cell_len - len(SEP + "root "))
+            room = min(ROOT_W, avail - head.cell_len - t.cell_len - len(SEP + "root "))
             if room >= 6:
                 head.append(SEP + "root ", "dim")
                 head.append(short_name(label, room), "dim")
         t = head.append_text(t)
+        t.no_wrap, t.overflow = True, "ellipsis"  # (narrower still: cut at the end, never wrapped away)
         shown = (t.plain, tuple(t.spans))
         if shown != self._title_shown:  # a Static update lays the screen out again
             self._title_shown = shown

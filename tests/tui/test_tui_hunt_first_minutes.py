@@ -150,3 +150,23 @@ async def test_a_changed_field_out_of_range_is_still_refused() -> None:
         assert client.hget(f"{ns}:jobs:Q", "maxsize") == b"65565"
     finally:
         client.close()
+
+
+# -- 4. a long queue name pushed the counts out of the queue screen's title -----------------------
+
+@pytest.mark.parametrize("size", [(80, 24), (60, 20)])
+async def test_the_title_keeps_every_count_when_the_name_is_long(vsqs_root: tuple[str, Any],
+                                                                  size: tuple[int, int]) -> None:
+    root, manager = vsqs_root
+    name = "order-events-dead-letter-production-eu-west"  # 43 characters, as real names go
+    q = manager.get_queue(name)
+    for _ in range(3):
+        q.publish(b"x")
+    app = make_app([root])
+    async with app.run_test(size=size) as pilot:
+        screen = await open_queue(pilot, name)
+        title = screen_text(app).splitlines()[1]
+        # the counts: were wrapped to a second line the one-row title hides ("… · vsqs ·" alone)
+        assert title.rstrip().endswith("0"), title
+        assert ("expired 0" in title or size[0] < 80 and "exp 0" in title) and "ready 3" in title, title
+        assert "…" in title  # the name gave way (the root screen's note and the help name it whole)
