@@ -4,11 +4,15 @@ that no client writes (a non-number, thousands of digits)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from qconsole.backends import open_target
 from qconsole.errors import QConsoleError
 from qconsole.ops import Operations
+
+from .conftest import qconsole
 
 
 @pytest.fixture
@@ -43,3 +47,20 @@ def test_a_batch_key_of_the_wrong_type_loses_no_message(which, audit_log, node, 
     assert {mid: r.hget(f"{ns}:q:Q", mid).decode() for mid in sent} == sent
     got = node.call("receiveMessage", qname="q")
     assert got["id"] in sent and got["message"] == sent[got["id"]]
+
+
+# ---------------------------------------------------------------- receive counts no client writes
+
+def test_a_receive_count_of_thousands_of_digits_is_read_as_none(node, url, r, ns):
+    """``{id}:rc`` planted with 5,000 digits: Python's int() refuses over 4,300 digits, and every
+    read of the namespace (stats, check, ls, peek) was 'internal error: ValueError' (exit 70;
+    check UNKNOWN) for one field anyone can HSET. It is no count a client writes: read as none."""
+    sent = _sent(node, "q", 2)
+    odd = sorted(sent)[0]
+    r.hset(f"{ns}:q:Q", f"{odd}:rc", "9" * 5000)
+    for args in (["stats", "--json"], ["ls", "q", "--json"], ["peek", "q", odd], ["check"]):
+        out = qconsole(*args, "-r", url)
+        assert out.returncode in (0, 1), (args, out.stdout, out.stderr)
+        assert "internal error" not in out.stderr + out.stdout, args
+    out = qconsole("stats", "--json", "-r", url)
+    assert json.loads(out.stdout)["queues"][0]["ready"] == 2

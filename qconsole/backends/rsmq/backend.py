@@ -131,6 +131,18 @@ def not_an_id(mid: bytes) -> bool:
     return mid in _ATTR_MEMBERS or b":" in mid
 
 
+#: digits a receive count has at most: HINCRBY counts to 2**63 - 1 (19 digits), and Python's int()
+#: refuses a string of over 4,300 digits (a planted one made every read of the namespace fail)
+RC_DIGITS = 18
+
+
+def _rc(raw: bytes | None) -> int:
+    """A message's receive count as every reader (counting, listing, peek, the report) takes it:
+    its ``{id}:rc`` field when that is 1-:data:`RC_DIGITS` ASCII digits, else 0 (none; or a
+    value no client writes, e.g. planted: ``x``, ``-1``, thousands of digits)."""
+    return int(raw) if raw is not None and len(raw) <= RC_DIGITS and raw.isdigit() else 0
+
+
 def _s(value: Any) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
 
@@ -241,8 +253,7 @@ class _Tally:
                     if len(self.foreign_named) < 3:
                         self.foreign_named.append(_s(mid))
                 continue
-            raw = vals[0]
-            rc = int(raw) if raw is not None and raw.isdigit() else 0
+            rc = _rc(vals[0])
             finite = -_INF < score < _INF  # anyone can ZADD +inf/-inf: counted, but no deadline
             if not finite:
                 self.infinite += 1
@@ -897,7 +908,7 @@ class RsmqBackend(Backend):
         pipe.hmget(self.hkey(queue), [key + b":rc", key + b":fr"])
         pipe.zscore(self.zkey(queue), key)
         (rc, fr), score = self._call(pipe.execute)
-        return {"rc": _int(rc, 0), "fr": _int(fr), "score": score}
+        return {"rc": _rc(rc), "fr": _int(fr), "score": score}
 
     def message_sizes(self, queue: str, msgs: Sequence[Message]) -> dict[str, int | None]:
         """Body sizes by HSTRLEN (``ls``)."""

@@ -144,7 +144,7 @@ def read_chunk(chunk: dict[str, Any]) -> list[list[Any]]:
 
 
 def _read_ranks(chunk: dict[str, Any]) -> list[list[Any]]:
-    from .backend import _int, _s, id_time, not_an_id
+    from .backend import _rc, _s, id_time, not_an_id
 
     backend = _backend(chunk["location"])
     queue = chunk["queue"]
@@ -168,7 +168,7 @@ def _read_ranks(chunk: dict[str, Any]) -> list[list[Any]]:
     sha256 = hashlib.sha256
     for n, (raw_id, score) in enumerate(members):
         body, rc_raw, _fr = values[3 * n:3 * n + 3]
-        rc = _int(rc_raw, 0) or 0
+        rc = _rc(rc_raw)
         state = _state(score, rc, now_ms)
         mid = _s(raw_id)
         created = id_time(mid)
