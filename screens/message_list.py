@@ -212,6 +212,9 @@ class MessageList(ScrollView, can_focus=True):
         self.expired_in_line = expired_in_line
         #: the rows are a listing under way: no delivery positions (``~``), no marks by range
         self.provisional = False
+        #: end was pressed on a listing under way: the cursor stays on the last row as the rest
+        #: arrives (it followed the message that was last so far, rows short of the end)
+        self.to_end = False
         #: the rows, as columns (a Message is made only for a row drawn or acted on)
         self.messages: MessageColumns = MessageColumns.empty("")
         self.marked: set[str] = set()
@@ -285,6 +288,10 @@ class MessageList(ScrollView, can_focus=True):
         self._columns = None
         index = min(position, max(0, len(messages) - 1))
         self.lost = None
+        if self.to_end:
+            current = None
+            index = max(0, len(messages) - 1)
+            self.to_end = bool(getattr(messages, "partial", False))  # (until the listing is whole)
         if current is not None:
             # look near the old position first: a consumed head moves it up by a few rows
             found = messages.index_of(current.id, position, current.relpath)
@@ -351,6 +358,7 @@ class MessageList(ScrollView, can_focus=True):
 
     def action_cursor(self, step: int) -> None:
         self.lost = None  # the operator moved on: "the cursor stays at its place" no longer holds
+        self.to_end = False
         if self.messages:
             self.cursor = max(0, min(len(self.messages) - 1, self.cursor + step))
 
@@ -371,6 +379,7 @@ class MessageList(ScrollView, can_focus=True):
 
     def action_jump(self, where: int) -> None:
         self.lost = None
+        self.to_end = where < 0 and self.provisional
         if self.messages:
             self.cursor = len(self.messages) - 1 if where < 0 else 0
 

@@ -170,3 +170,62 @@ async def test_the_title_keeps_every_count_when_the_name_is_long(vsqs_root: tupl
         assert title.rstrip().endswith("0"), title
         assert ("expired 0" in title or size[0] < 80 and "exp 0" in title) and "ready 3" in title, title
         assert "…" in title  # the name gave way (the root screen's note and the help name it whole)
+
+
+# -- 5. end pressed while a big queue was still listing stopped short of the end ------------------
+
+async def test_end_pressed_while_listing_is_at_the_end_when_the_listing_completes(
+        vsqs_root: tuple[str, Any], monkeypatch: Any) -> None:
+    import asyncio
+    import threading
+    import time
+
+    from qconsole.backends.fs import sorted_names as sn
+    from qconsole.screens.message_list import MessageList
+    from qconsole.screens.queue_screen import QueueScreen
+
+    root, manager = vsqs_root
+    queue = manager.get_queue("jobs")
+    for i in range(10):
+        queue.publish(f"job {i}".encode())
+    qdir = os.path.join(root, "jobs")
+    first = sorted(os.listdir(qdir), key=int)[:3]  # the rows so far: the queue's three oldest
+    gate = threading.Event()
+    real = sn.sorted_listing
+
+    def held(path: str, take: Any, partial: Any = None) -> list[str]:
+        def shown(_merged: list[str]) -> None:
+            partial(list(first))
+            gate.wait(20)  # the rest of the listing waits until the test has pressed end
+
+        return real(path, take, shown if partial is not None else None)
+
+    async def until(cond: Any) -> None:
+        t = time.monotonic()
+        while not cond():
+            assert time.monotonic() - t < 10, "timed out"
+            await asyncio.sleep(0.01)
+
+    app = make_app([root])
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            monkeypatch.setattr(sn, "sorted_listing", held)
+            monkeypatch.setattr(sn, "FIRST_CHUNK", 3)
+            monkeypatch.setattr(sn, "FIRST_PAUSE_S", 0.0)
+            await pilot.press("enter")
+            qs = app.screen
+            assert isinstance(qs, QueueScreen)
+            lst = qs.query_one(MessageList)
+            await until(lambda: len(lst.messages) > 0)
+            await pilot.pause()
+            assert qs.all_messages.partial
+            await pilot.press("end")  # the operator wants the newest (and the held ones below them)
+            gate.set()
+            await until(lambda: qs.listing is not None)
+            await settle(pilot)
+            assert len(lst.messages) == 10
+            assert lst.cursor == 9, lst.cursor  # was 2: on the third oldest, where the rows so far ended
+            assert "10/10" in screen_text(app)
+    finally:
+        gate.set()
