@@ -744,6 +744,21 @@ for key in ("message_timeout", "priority"):
          codes=(2,), keep=("jobs/ddmq.yaml",))
 case("config-set-unknown-key-huge-hex", layouts=("ddmq",), cls="absurd",
      argv=["config", "jobs", "extra=0x" + "f" * 4000], codes=(0, 2))
+
+
+# an unknown key set to NaN: saved, and said to be saved (the read-back compared it with itself,
+# NaN != NaN, and said another writer had set it: exit 2 after the change was made)
+def yaml_says(line: str):
+    def check(w, res, before, after) -> None:
+        text = after["jobs/ddmq.yaml"][2].decode()
+        assert line in text.splitlines(), text
+        assert res.stdout.startswith("config jobs: 1 done"), res.stdout
+    return check
+
+
+case("config-set-unknown-key-nan", layouts=("ddmq",), cls="absurd", argv=["config", "jobs", "extra=.nan"], codes=(0,),
+     check=yaml_says("extra: .nan"))
+
 case("yaml-50MB-stats", layouts=("ddmq",), cls="absurd", plant=yaml_plant(50 << 20), argv=["stats", "--json"], codes=(0,))
 
 

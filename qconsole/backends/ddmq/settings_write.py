@@ -111,7 +111,9 @@ def _wanted(key: str, values: dict[str, Any]) -> Any:
 def _same(a: Any, b: Any) -> bool:
     if a is _ABSENT or b is _ABSENT:
         return a is b
-    return type(a) is type(b) and a == b  # True is not 1 here: ddmq tells them apart
+    if type(a) is not type(b):  # True is not 1 here: ddmq tells them apart
+        return False
+    return a == b or (isinstance(a, float) and a != a and b != b)  # a NaN read back is the NaN written
 
 
 def save(root: str, queue: str | None, values: dict[str, Any], *, unset: Iterable[str] | None = None,
