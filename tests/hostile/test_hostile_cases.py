@@ -713,6 +713,9 @@ DEEP = "priority: " + "[" * 5000 + "]" * 5000 + "\n"
 HUGE_INT = "priority: " + "1" * 5000 + "\n"
 HUGE_KEY = "x" * 100 + ": 1\n"
 HUGE_HEX = "extra: 0x" + "f" * 5000 + "\n"
+#: an alias inside the value it names: a list that holds itself (config --json recursed without end;
+#: a save wrote it back, then its audit line failed: exit 70 after the change)
+RECURSIVE = "priority: 5\nextra: &r [1, *r]\nmore: &m {k: *m}\n"
 
 
 def yaml_plant(text_or_size, where: str = ""):
@@ -731,13 +734,15 @@ def yaml_plant(text_or_size, where: str = ""):
 
 
 for label, body in (("billion-laughs", BOMB), ("deep-nesting", DEEP), ("huge-int", HUGE_INT),
-                    ("huge-hex-int", HUGE_HEX), ("50MB", 50 << 20)):
+                    ("huge-hex-int", HUGE_HEX), ("50MB", 50 << 20), ("recursive", RECURSIVE)):
     for cmd in (["config"], ["config", "--json"], ["publish", "jobs", "x"], ["move", "other", "jobs", "--all"]):
         case(f"yaml-{label}-{cmd[0]}{'-json' if '--json' in cmd else ''}", layouts=("ddmq",), cls="absurd",
              plant=yaml_plant(body), argv=cmd, codes=(2,), keep=("*",) if cmd[0] != "config" else (),
              timeout=20)
 case("yaml-billion-laughs-queue-config", layouts=("ddmq",), cls="absurd", plant=yaml_plant(BOMB, "jobs"),
      argv=["config", "jobs"], codes=(2,))
+case("yaml-recursive-queue-config-set", layouts=("ddmq",), cls="absurd", plant=yaml_plant(RECURSIVE, "jobs"),
+     argv=["config", "jobs", "priority=3"], codes=(2,), keep=("jobs/ddmq.yaml",))
 # a value qconsole would refuse to read back is refused before it is written (the file stays)
 for key in ("message_timeout", "priority"):
     case(f"config-set-{key}-70-digits", layouts=("ddmq",), cls="absurd", argv=["config", "jobs", f"{key}={'9' * 70}"],

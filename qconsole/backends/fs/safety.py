@@ -946,6 +946,11 @@ def _limited_loader() -> Any:
                 self._aliases += 1
                 if self._aliases > MAX_YAML_ALIASES:
                     raise _YamlLimit(f"more than {MAX_YAML_ALIASES} YAML aliases (refused: alias expansion)")
+                # a node is weighed once composed: one named but not weighed yet is being composed,
+                # so this alias lies inside it (`a: &a [*a]`, a list that holds itself)
+                named = self.anchors.get(self.peek_event().anchor)
+                if named is not None and id(named) not in self._weights:
+                    raise _YamlLimit("a YAML alias inside the value it names (refused: a value that holds itself)")
             self._depth += 1
             if self._depth > MAX_YAML_DEPTH:
                 raise _YamlLimit(f"nested deeper than {MAX_YAML_DEPTH} levels (refused)")
