@@ -64,3 +64,33 @@ def test_a_receive_count_of_thousands_of_digits_is_read_as_none(node, url, r, ns
         assert "internal error" not in out.stderr + out.stdout, args
     out = qconsole("stats", "--json", "-r", url)
     assert json.loads(out.stdout)["queues"][0]["ready"] == 2
+
+
+
+@pytest.mark.parametrize("odd_rc", ["x", "-1", "9" * 5000], ids=["x", "negative", "5000-digits"])
+def test_a_message_with_an_unreadable_receive_count_is_purged_and_restored_exactly(odd_rc, audit_log, node, url,
+                                                                                   r, ns):
+    """A poison message whose ``{id}:rc`` no client wrote (Node's receive then fails on HINCRBY
+    for good) is what an operator purges. The scripts compared it as a number (nil, or inf) with
+    the 0 the listing read, so purge, delete and move skipped it as 'changed underneath' every
+    time; now both read it by one rule. Restore puts the field back as it was."""
+    sent = _sent(node, "q", 2)
+    odd = sorted(sent)[0]
+    r.hset(f"{ns}:q:Q", f"{odd}:rc", odd_rc)
+    before = {k: v for k, v in r.hgetall(f"{ns}:q:Q").items() if k.decode().startswith(tuple(sent))}
+    scores = dict(r.zrange(f"{ns}:q", 0, -1, withscores=True))
+    out = qconsole("delete", "q", odd, "--yes", "--audit-log", audit_log, "-r", url)
+    assert out.returncode == 0 and "1 done" in out.stdout and "skipped" not in out.stdout, out.stdout + out.stderr
+    out = qconsole("purge", "q", "--yes", "--audit-log", audit_log, "-r", url)
+    assert out.returncode == 0 and "1 done" in out.stdout, out.stdout + out.stderr
+    assert r.zcard(f"{ns}:q") == 0
+    for _ in range(2):
+        out = qconsole("trash", "restore", "--audit-log", audit_log, "-r", url)
+        assert out.returncode == 0, out.stdout + out.stderr
+    assert dict(r.zrange(f"{ns}:q", 0, -1, withscores=True)) == scores
+    assert {k: v for k, v in r.hgetall(f"{ns}:q:Q").items() if k.decode().startswith(tuple(sent))} == before
+    node.call("createQueue", qname="dest")
+    r.hset(f"{ns}:q:Q", f"{odd}:rc", odd_rc)
+    out = qconsole("move", "q", "dest", odd, "--audit-log", audit_log, "-r", url)
+    assert out.returncode == 0 and "1 done" in out.stdout, out.stdout + out.stderr
+    assert r.zscore(f"{ns}:dest", odd) is not None and r.hget(f"{ns}:dest:Q", odd) == sent[odd].encode()

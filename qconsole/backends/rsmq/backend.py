@@ -131,15 +131,15 @@ def not_an_id(mid: bytes) -> bool:
     return mid in _ATTR_MEMBERS or b":" in mid
 
 
-#: digits a receive count has at most: HINCRBY counts to 2**63 - 1 (19 digits), and Python's int()
-#: refuses a string of over 4,300 digits (a planted one made every read of the namespace fail)
-RC_DIGITS = 18
+#: digits a receive count has at most (a planted one of thousands made every read of the namespace fail)
+RC_DIGITS = scripts.RC_DIGITS
 
 
 def _rc(raw: bytes | None) -> int:
-    """A message's receive count as every reader (counting, listing, peek, the report) takes it:
-    its ``{id}:rc`` field when that is 1-:data:`RC_DIGITS` ASCII digits, else 0 (none; or a
-    value no client writes, e.g. planted: ``x``, ``-1``, thousands of digits)."""
+    """A message's receive count as every reader (counting, listing, peek, the report) and the
+    change scripts' check (``scripts._CHECK``) take it: its ``{id}:rc`` field when that is
+    1-:data:`RC_DIGITS` ASCII digits, else 0 (none; or a value no client writes, e.g. planted:
+    ``x``, ``-1``, thousands of digits)."""
     return int(raw) if raw is not None and len(raw) <= RC_DIGITS and raw.isdigit() else 0
 
 

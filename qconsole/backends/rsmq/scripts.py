@@ -16,6 +16,10 @@ hash holds its settings and counters beside the bodies: every script that takes 
 
 from __future__ import annotations
 
+#: digits a receive count (``{id}:rc``) has at most to be read as one (``backend._rc``): HINCRBY
+#: counts to 2**63 - 1 (19 digits), and Python's int() refuses a string of over 4,300 digits
+RC_DIGITS = 18
+
 #: the queue's own fields in its hash: what rsmq 0.12.4 (createQueue, sendMessage, receiveMessage)
 #: and PyRSMQ 0.6.1 write, and ``createdby``, which qconsole always read as a queue field. Never a
 #: message id: both clients make ids of 32 characters, base36 of Redis TIME in µs then 22 [0-9A-Za-z]
@@ -34,12 +38,16 @@ local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
-# KEYS[1] zset, KEYS[2] hash; ARGV[1] id, ARGV[2] score seen, ARGV[3] rc seen ("0": none)
+# KEYS[1] zset, KEYS[2] hash; ARGV[1] id, ARGV[2] score seen, ARGV[3] rc seen ("0": none). The
+# receive count is taken as qconsole reads it (backend._rc: 1-18 digits, else none): compared as
+# a number, a planted 'x' (nil) or 5,000 digits (inf) never equalled the 0 it was read as, so
+# such a message (a poison one: Node's receive fails on its HINCRBY) could never be changed
 _CHECK = _ID + """
 local s = redis.call("ZSCORE", KEYS[1], id)
 if not s then return "gone" end
 local rc = redis.call("HGET", KEYS[2], id .. ":rc")
-if tonumber(s) ~= tonumber(ARGV[2]) or tonumber(rc or "0") ~= tonumber(ARGV[3]) then return "changed" end
+if not rc or #rc > """ + str(RC_DIGITS) + """ or not string.match(rc, "^%d+$") then rc = "0" end
+if tonumber(s) ~= tonumber(ARGV[2]) or tonumber(rc) ~= tonumber(ARGV[3]) then return "changed" end
 """
 
 #: totalsent + 1 *before* any other write: Redis does not roll back a script's earlier writes
