@@ -191,6 +191,47 @@ def test_a_lock_planted_with_a_time_far_ahead_expires_like_any_other_hosts(tmp_p
     assert len(res.done) == 3 and len(os.listdir(os.path.join(root, "jobs"))) == 3
 
 
+def test_a_batch_lock_naming_a_running_pid_of_this_host_holds_only_for_the_process_that_wrote_it(tmp_path):
+    """A batch's lock naming a running pid of this host held the batch for as long as that pid
+    ran: a restore killed outright left its lock, its pid was soon another process's, and that
+    batch could be neither restored nor emptied ("being restored ... by another qconsole"), nor
+    could one planted naming pid 1. As for recover's lock, the lock records its writer's start
+    time, and a lock of this host whose pid is not that very process is broken."""
+    import hashlib
+    import socket
+
+    host = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:6]
+    root, batch = _vsqs_trash(tmp_path)
+    lock = os.path.join(root, ".qconsole", "trash", batch, ".lock")
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        with open(f"/proc/{sleeper.pid}/stat", "rb") as fh:
+            start = fh.read().rsplit(b")", 1)[1].split()[19].decode()
+        # the very process that wrote it still runs: the batch is held
+        with open(lock, "w") as fh:
+            fh.write(f"{host} {sleeper.pid} 0 restore {start}\n")
+        res = _run("trash", "restore", batch, "-r", root)
+        assert res.returncode == 2 and "another qconsole" in res.stderr, (res.returncode, res.stderr)
+        # the pid runs, but it is another process than the one that wrote the lock (or an older
+        # qconsole's lock without a start time): broken
+        for text in (f"{host} {sleeper.pid} 0 restore {int(start) + 1}\n", f"{host} 1 0 restore\n"):
+            with open(lock, "w") as fh:
+                fh.write(text)
+            res = _run("trash", "empty", "--yes", "-r", root) if text.startswith(f"{host} 1 ") else \
+                _run("trash", "restore", batch, "-r", root)
+            assert res.returncode == 0, (text, res.returncode, res.stdout, res.stderr)
+            if text.startswith(f"{host} 1 "):
+                assert not os.listdir(os.path.join(root, ".qconsole", "trash")), res.stdout
+            else:
+                assert len(os.listdir(os.path.join(root, "jobs"))) == 3, res.stdout
+                assert _run("purge", "jobs", "--yes", "-r", root).returncode == 0
+                batch = os.listdir(os.path.join(root, ".qconsole", "trash"))[0]
+                lock = os.path.join(root, ".qconsole", "trash", batch, ".lock")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 def test_another_hosts_purge_is_alive_while_messages_move_into_its_batch(tmp_path, monkeypatch):
     """recover published another host's batch while its purge ran past the grace: the batch's
     top directory keeps its creation ctime; its queue directories change with every message."""

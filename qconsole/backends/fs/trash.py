@@ -36,7 +36,7 @@ from ...errors import OperationError, QConsoleError
 from ...model import STATE_DIR
 from ..results import TrashBatch
 from . import safety
-from .claims import CFG, HOST, FOREIGN_HOST_GRACE, new_token, owned_name, pid_alive
+from .claims import CFG, HOST, FOREIGN_HOST_GRACE, _proc_start, new_token, owned_name, pid_alive
 
 MANIFEST = "manifest.json"
 FILES = "files"
@@ -247,7 +247,8 @@ def _lock(c: safety.Confined, batch: str, what: str) -> str:
             c.unlink(path)  # its owner died: break it
             continue
         try:
-            safety.write_all(fd, f"{HOST} {os.getpid()} {time.time():.0f} {what}\n".encode())
+            start = _proc_start(os.getpid()) or "-"
+            safety.write_all(fd, f"{HOST} {os.getpid()} {time.time():.0f} {what} {start}\n".encode())
         finally:
             os.close(fd)
         return path
@@ -263,7 +264,13 @@ def _lock_alive(c: safety.Confined, path: str) -> bool:
     if st is None:
         return False
     if len(text) >= 2 and text[0] == HOST and text[1].isdigit() and len(text[1]) <= 10:
-        return pid_alive(int(text[1]))
+        pid = int(text[1])
+        if not pid_alive(pid):
+            return False
+        # a killed restore's pid is soon another process's, and a planted lock can name any
+        # running pid: only the very process that wrote it (same start time) holds it, as recover's
+        start = _proc_start(pid)
+        return start is None or (len(text) >= 5 and text[4] == start)
     return _fresh(st, time.time())  # another host's: alive while fresh
 
 
