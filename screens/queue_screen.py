@@ -717,7 +717,8 @@ class QueueScreen(Screen[None]):
                                     self._after)
 
         self._unless_in_flight(msgs, "Requeue", "requeued", go,
-                               "Expired ones are safe to requeue (R requeues every expired).")
+                               "" if self.qroot.kind == RSMQ  # (visible already: see R)
+                               else "Expired ones are safe to requeue (R requeues every expired).")
 
     def _unless_in_flight(self, msgs: list[Message], verb: str, done: str, go: Callable[[], None],
                           more: str = "") -> None:
@@ -735,6 +736,13 @@ class QueueScreen(Screen[None]):
 
     def action_requeue_expired(self) -> None:
         if self.qapp.refuse_if_read_only("requeue"):
+            return
+        if self.qroot.kind == RSMQ:
+            # rsmq's requeue (changeMessageVisibility 0) leaves a message whose timeout passed
+            # where it is: R said "N done" and the title still said "expired N" (received before)
+            self.qapp.say("RSMQ: expired messages are visible already: the next receive takes them, in "
+                          "their place by score (nothing to requeue; they stay counted expired, as received "
+                          "before)")
             return
         q = self.queue
         self.qapp.run_operation(self.qroot, "requeue expired", lambda ops: ops.requeue(q, expired_only=True),

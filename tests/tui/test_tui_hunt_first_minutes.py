@@ -229,3 +229,44 @@ async def test_end_pressed_while_listing_is_at_the_end_when_the_listing_complete
             assert "10/10" in screen_text(app)
     finally:
         gate.set()
+
+
+# -- 6. R on an RSMQ queue said "N done" and changed nothing --------------------------------------
+
+async def test_r_on_rsmq_says_expired_messages_are_visible_already_not_n_done() -> None:
+    import time
+
+    from redis_peer import shared_server
+
+    server = shared_server()
+    try:
+        from rsmq import RedisSMQ
+    except ImportError:
+        pytest.skip("PyRSMQ is not installed (the test extra pins PyRSMQ==0.6.1)")
+    ns = "huntc" + os.urandom(5).hex()
+    q = RedisSMQ(host="127.0.0.1", port=server.port, ns=ns, qname="jobs")
+    q.createQueue(vt=30).execute()
+    for i in range(3):
+        q.sendMessage(message=f"m{i}").execute()
+    for _ in range(2):
+        q.receiveMessage(vt=1).execute()  # a consumer that died holding them
+    time.sleep(1.2)
+    client = server.client()
+    try:
+        before = client.zrange(f"{ns}:jobs", 0, -1, withscores=True)
+    finally:
+        client.close()
+    app = make_app([server.url(ns)], clock=time.time)  # (the states by the real time)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "jobs")
+        assert "expired 2" in screen_text(app).splitlines()[1]
+        await pilot.press("R")
+        await settle(pilot)
+        log = said(app)
+        assert "2 done" not in log, log  # was "requeue jobs: 2 done" while they stayed expired 2
+        assert "visible already" in log, log
+    client = server.client()
+    try:
+        assert client.zrange(f"{ns}:jobs", 0, -1, withscores=True) == before
+    finally:
+        client.close()
