@@ -94,3 +94,19 @@ def test_a_message_with_an_unreadable_receive_count_is_purged_and_restored_exact
     out = qconsole("move", "q", "dest", odd, "--audit-log", audit_log, "-r", url)
     assert out.returncode == 0 and "1 done" in out.stdout, out.stdout + out.stderr
     assert r.zscore(f"{ns}:dest", odd) is not None and r.hget(f"{ns}:dest:Q", odd) == sent[odd].encode()
+
+
+# ---------------------------------------------------------------- a namespace that is not UTF-8
+
+
+@pytest.mark.parametrize("encoded", ["%ff", "jobs%C3", "%ed%a0%80"])
+def test_a_namespace_of_bytes_that_are_not_utf8_is_refused(encoded, redis_server, r):
+    """``?ns=%ff`` was decoded with replacement: qconsole worked on namespace U+FFFD (bytes EF BF
+    BD), another one than the bytes named (``%ff`` and ``%fe`` the same one), and `create` wrote
+    its keys there. No client makes such a namespace (Node's and PyRSMQ's are text); refused."""
+    base = f"redis://127.0.0.1:{redis_server.port}?ns={encoded}"
+    for args in (["create", "newq", "-r", base], ["stats", "-r", base]):
+        out = qconsole(*args)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert out.stderr.count("\n") == 1 and "UTF-8" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert not list(r.scan_iter(match="*\ufffd*".encode(), count=1000))  # (the server is shared: only there)

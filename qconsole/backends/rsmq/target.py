@@ -98,7 +98,11 @@ def parse(text: str, *, environ: dict[str, str] | None = None) -> Target:
         # an unencoded / ? or # in the password ends the host part early: the rest of the
         # password would be read as a port, path or query (and shown), or the host as a fragment
         raise RootError(unreadable)
-    params = parse_qs(parts.query, keep_blank_values=True)
+    try:
+        # strict: decoded with replacement, ?ns=%ff was namespace U+FFFD, another one than named
+        params = parse_qs(parts.query, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise RootError("redis target: a %-encoded ?name= value is not UTF-8 text (rsmq namespaces are text)") from None
     unknown = sorted(set(params) - set(KNOWN_PARAMS))
     if unknown:
         raise RootError(f"redis target: unknown parameter ?{unknown[0]}= (known: {', '.join(KNOWN_PARAMS)})")
