@@ -8,6 +8,7 @@ as markup, so ``[@click=app.quit]`` or an OSC 52 sequence in a payload does noth
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
@@ -20,7 +21,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message as TMessage
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Header, Log, Static
 
 from qconsole.backends.base import Backend
 from qconsole.errors import QConsoleError
@@ -48,6 +49,37 @@ WHOLE_CAP = 1 << 20
 NARROW = 70
 #: JSON highlighted up to this size (Syntax takes ~5 s a MiB); larger JSON is drawn as text
 HIGHLIGHT_CAP = 256 << 10
+#: a payload drawn larger than this (``a``: up to WHOLE_CAP) goes into a virtual list of lines,
+#: wrapped here, only the rows on screen drawn: the whole Text in a Static took Rich 2-7 s to
+#: wrap and crop at 80x24 (its line split is quadratic in a long text), every key held meanwhile
+LINES_AFTER = 64 << 10
+
+
+def payload_lines(payload: Payload, width: int) -> list[str]:
+    """What :func:`payload_renderable` shows, as plain lines of at most ``width`` cells (the
+    list of lines draws only what is on screen); controls escaped, as everywhere."""
+    from rich.cells import chop_cells
+
+    head = []
+    if payload.error:
+        head.append(f"warning: {payload.error}")
+    if payload.truncated:
+        more = "  (a: more, s: save it)" if len(payload.body) < WHOLE_CAP else "  (s: save the whole payload)"
+        head.append(f"showing {humanize.size(len(payload.body))} of {humanize.size(payload.size)}{more}")
+    body = hexdump(payload.body, 16 if width >= 77 else 8) if payload.kind == BINARY else payload.pretty()
+    width = max(8, width)
+    # what the console says, wrapped by words; the payload, by cells
+    out: list[str] = [part for line in head for part in textwrap.wrap(escape_controls(line, keep_newlines=False),
+                                                                       width) or [""]]
+    for raw in [*body.split("\n"), *(["… (cut here)"] if payload.truncated else [])]:
+        line = escape_controls(raw, keep_newlines=False).expandtabs(8) if raw else raw
+        if len(line) <= width and line.isascii():
+            out.append(line)
+        elif line.isascii():  # (one cell a character: sliced, not measured)
+            out.extend(line[i:i + width] for i in range(0, len(line), width))
+        else:
+            out.extend(chop_cells(line, width))
+    return out
 
 
 def payload_renderable(payload: Payload, width: int = 80) -> RenderableType:
@@ -140,6 +172,8 @@ class PeekScreen(Screen["str | None"]):
                 yield Static(id="meta")
             with VerticalScroll(id="peek-body"):
                 yield Static(Text("reading…", style="dim"), id="body")
+            # a large payload's lines, in its place (only the rows on screen are drawn)
+            yield Log(id="peek-lines", classes="hidden", auto_scroll=False)
         yield Static(id="peek-status")
         yield Footer(compact=True)
 
@@ -174,6 +208,7 @@ class PeekScreen(Screen["str | None"]):
             return  # the operator moved on meanwhile
         now = services(self).clock()
         if event.payload is None:
+            self._small_pane()
             self.query_one("#body", Static).update(safe_text(event.error or "unreadable", style="red"))
             meta = Table.grid(padding=(0, 1))
             meta.add_column(style="bold")
@@ -184,9 +219,34 @@ class PeekScreen(Screen["str | None"]):
             return
         self.payload = event.payload
         self.query_one("#meta", Static).update(metadata_renderable(self.msg, event.payload, now))
-        width = self.query_one("#peek-body").scrollable_content_region.width
-        self.query_one("#body", Static).update(payload_renderable(event.payload, width))
-        self.query_one("#peek-body", VerticalScroll).scroll_home(animate=False)
+        self.show_payload()
+
+    def show_payload(self) -> None:
+        """The payload in the pane: a Static of the renderable, or (large) a list of lines."""
+        payload = self.payload
+        if payload is None:
+            return
+        body, lines = self.query_one("#peek-body", VerticalScroll), self.query_one("#peek-lines", Log)
+        large = len(payload.body) > LINES_AFTER
+        if large != (not lines.has_class("hidden")):
+            focused = self.focused in (body, lines)
+            body.set_class(large, "hidden")
+            lines.set_class(not large, "hidden")
+            if focused:  # the keys that scroll go to the pane shown
+                self.set_focus(lines if large else body)
+        if large:
+            # the pane's width (the list's own is not laid out yet when it is first shown), less
+            # the scrollbar the lines will need
+            region = (lines if lines.size.width else body).content_region
+            width = region.width - lines.styles.scrollbar_size_vertical
+            lines.clear()
+            lines.write_lines(payload_lines(payload, width), scroll_end=False)
+            lines.scroll_home(animate=False)
+            self.query_one("#body", Static).update("")
+            return
+        width = body.scrollable_content_region.width
+        self.query_one("#body", Static).update(payload_renderable(payload, width))
+        body.scroll_home(animate=False)
 
     def action_back(self) -> None:
         # the id last shown: the list's cursor follows an n/b walk, so an action after it takes
@@ -200,14 +260,26 @@ class PeekScreen(Screen["str | None"]):
             return
         self.index = index
         self.cap = DEFAULT_CAP
+        self.payload = None
         self.query_one("#body", Static).update(Text("reading…", style="dim"))
+        self._small_pane()
         self.load()
+
+    def _small_pane(self) -> None:
+        """The Static pane again (a large payload's lines hidden), e.g. while the next one is read."""
+        body, lines = self.query_one("#peek-body", VerticalScroll), self.query_one("#peek-lines", Log)
+        if not lines.has_class("hidden"):
+            focused = self.focused is lines
+            lines.add_class("hidden")
+            lines.clear()
+            body.remove_class("hidden")
+            if focused:
+                self.set_focus(body)
 
     def on_resize(self) -> None:
         self.query_one("#peek").set_class(self.size.width < NARROW, "narrow")
-        if self.payload is not None:  # the hex dump's row width follows the pane's
-            width = self.query_one("#peek-body").scrollable_content_region.width
-            self.query_one("#body", Static).update(payload_renderable(self.payload, width))
+        if self.payload is not None:  # the hex dump's row width (and a large payload's lines) follow the pane's
+            self.call_after_refresh(self.show_payload)
 
     def action_wide(self) -> None:
         wide = not getattr(self.app, "peek_wide", False)

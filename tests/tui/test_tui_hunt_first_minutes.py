@@ -270,3 +270,45 @@ async def test_r_on_rsmq_says_expired_messages_are_visible_already_not_n_done() 
         assert client.zrange(f"{ns}:jobs", 0, -1, withscores=True) == before
     finally:
         client.close()
+
+
+# -- 7. `a` on a large payload held every key for seconds -----------------------------------------
+
+async def test_a_on_a_large_payload_draws_only_the_lines_on_screen(vsqs_root: tuple[str, Any]) -> None:
+    """`a` read 1 MiB into a Static: Rich wrapped and cropped all ~31,000 lines of it on the event
+    loop (2-7 s at 80x24 on the shared machine, keys held). The lines go to a virtual list now:
+    the same text, wrapped to the pane, only the rows on screen drawn."""
+    import base64
+
+    from textual.widgets import Log
+
+    from qconsole.screens.peek_screen import PeekScreen
+
+    root, manager = vsqs_root
+    body = base64.b64encode(os.urandom(3 << 20))  # 4 MiB of text on one line, as a blob in JSON
+    manager.get_queue("jobs").publish(body)
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("v")
+        await settle(pilot)
+        peek = app.screen
+        assert isinstance(peek, PeekScreen)
+        assert "showing 64.0 KiB of 4.0 MiB" in " ".join(screen_text(app).split())
+        await pilot.press("a")
+        await settle(pilot)
+        lines = peek.query_one("#peek-lines", Log)
+        assert lines.display and not peek.query_one("#peek-body").display  # was: all of it in the Static
+        width = lines.scrollable_content_region.width
+        assert lines.line_count > 1000 and max(len(ln) for ln in lines.lines) <= width
+        assert body[:1 << 20].decode() in "".join(lines.lines)  # the text whole, cut only by the wrap
+        text = screen_text(app)
+        assert "showing 1.0 MiB of 4.0 MiB" in text and body[:width].decode() in text, text
+        assert peek.focused is lines  # pgdn, arrows scroll it
+        await pilot.press("pagedown")
+        await settle(pilot)
+        assert lines.scroll_offset.y > 0
+        await pilot.press("b")  # (no message that way: stays) then back to the list
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, PeekScreen)
