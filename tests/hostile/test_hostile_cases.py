@@ -389,6 +389,44 @@ case("batch-queue-dir-symlink-empty", cls="symlink", plant=batch_queue_dir_link,
 case("batch-file-symlink-recover", cls="symlink", plant=batch_file_link, argv=["recover", "--force"], codes=(0, 1))
 case("batch-queue-dir-symlink-list", cls="symlink", plant=batch_queue_dir_link, argv=["trash", "list"], codes=(0, 2))
 
+
+
+# a batch's lock that is no file qconsole writes (a link, to outside or nowhere, a FIFO): no one
+# holds it, it is broken (the link itself removed) and the batch restored or emptied; it held the
+# batch for good ("being restored or emptied by another qconsole"). A directory there cannot be
+# broken: one line that says so
+def batch_lock(kind: str):
+    def plant(w: World) -> None:
+        lock = w.p(planted_batch(w), ".lock")
+        if kind == "link-outside":
+            os.symlink(w.o("notes.txt"), lock)
+        elif kind == "link-dangling":
+            os.symlink(w.o("nothing-here"), lock)
+        elif kind == "fifo":
+            os.mkfifo(lock)
+        else:
+            os.mkdir(lock)
+    return plant
+
+
+def batch_restored(w, res, before, after) -> None:
+    assert res.stdout.startswith("trash restore jobs: 1 done"), res.stdout
+    assert not os.path.lexists(w.p(".qconsole/trash/20200101T000000-aaaaaa")), sorted(after)
+
+
+def batch_emptied(w, res, before, after) -> None:
+    assert res.stdout.startswith("trash empty: 1 done"), res.stdout
+    assert not os.path.lexists(w.p(".qconsole/trash/20200101T000000-aaaaaa")), sorted(after)
+
+
+for kind in ("link-outside", "link-dangling", "fifo"):
+    case(f"batch-lock-{kind}-restore", cls="symlink", plant=batch_lock(kind), argv=["trash", "restore"], codes=(0,),
+         check=batch_restored)
+    case(f"batch-lock-{kind}-empty", cls="symlink", plant=batch_lock(kind), argv=["trash", "empty", "--yes"],
+         codes=(0,), check=batch_emptied, conserve=False)  # (emptying loses the batch's message)
+case("batch-lock-dir-restore", cls="symlink", plant=batch_lock("dir"), argv=["trash", "restore"], codes=(2,),
+     keep=("*",), check=lambda w, res, before, after: "cannot be removed" in res.stderr or pytest.fail(res.stderr))
+
 case("manifest-fifo-list", cls="absurd", plant=lambda w: (planted_batch(w, manifest=False),
                                                             os.mkfifo(w.p(".qconsole/trash/20200101T000000-aaaaaa/manifest.json"))),
      argv=["trash", "list"], codes=(0, 2))

@@ -244,7 +244,11 @@ def _lock(c: safety.Confined, batch: str, what: str) -> str:
             if _lock_alive(c, path):
                 raise OperationError(f"trash batch {batch} is being restored or emptied by another qconsole; "
                                      "try again when it is done") from None
-            c.unlink(path)  # its owner died: break it
+            try:
+                c.unlink(path)  # its owner died, or it is no lock at all: break it (a link itself)
+            except OSError as err:  # a planted directory
+                raise OperationError(f"trash batch {batch}: its {LOCK} is no lock qconsole wrote and cannot be "
+                                     f"removed ({err.strerror}); remove it by hand") from None
             continue
         try:
             start = _proc_start(os.getpid()) or "-"
@@ -257,12 +261,14 @@ def _lock(c: safety.Confined, batch: str, what: str) -> str:
 
 def _lock_alive(c: safety.Confined, path: str) -> bool:
     try:
-        text = c.read(path, max_size=4096).decode("ascii", "replace").split()
         st = c.lstat(path)
+        if st is None:
+            return False
+        if not _stat.S_ISREG(st.st_mode):  # a link, a FIFO, a directory: none qconsole writes, no one holds it
+            return False
+        text = c.read(path, max_size=4096).decode("ascii", "replace").split()
     except (OSError, QConsoleError):
         return True
-    if st is None:
-        return False
     if len(text) >= 2 and text[0] == HOST and text[1].isdigit() and len(text[1]) <= 10:
         pid = int(text[1])
         if not pid_alive(pid):
