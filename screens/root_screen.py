@@ -548,7 +548,12 @@ class RootScreen(Screen[None]):
 
     async def action_publish(self) -> None:
         sel = self.selected()
-        if sel and not self.qapp.refuse_if_read_only("publish"):
+        if sel is None:  # (a fresh root or namespace, or a filter that hides every queue): said, not silence
+            self.qapp.say("no queue highlighted to publish to: the filter hides every queue (escape clears it)"
+                          if self.scans else
+                          "no queue to publish to: create one with `qconsole create QUEUE --root ROOT`", "warning")
+            return
+        if not self.qapp.refuse_if_read_only("publish"):
             from .publish_screen import PublishScreen
 
             # awaited: mounted, its payload focused, before the app takes the next key

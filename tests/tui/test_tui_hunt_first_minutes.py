@@ -312,3 +312,19 @@ async def test_a_on_a_large_payload_draws_only_the_lines_on_screen(vsqs_root: tu
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, PeekScreen)
+
+
+# -- 8. p on a root with no queue (a fresh namespace, a filter that hides every row) did nothing ----
+
+async def test_p_with_no_queue_listed_says_why_nothing_opens(tmp_path: Any) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    (root / "ddmq.yaml").write_text("")  # a ddmq root whose queues are still to be made
+    app = make_app([str(root)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert "p Publish" in screen_text(app)  # offered in the footer
+        await pilot.press("p")
+        await settle(pilot)
+        assert "no queue" in said(app), said(app)  # was: nothing at all
+        assert "qconsole create" in said(app)
