@@ -110,3 +110,19 @@ def test_a_namespace_of_bytes_that_are_not_utf8_is_refused(encoded, redis_server
         assert out.returncode == 2, (args, out.stdout, out.stderr)
         assert out.stderr.count("\n") == 1 and "UTF-8" in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert not list(r.scan_iter(match="*\ufffd*".encode(), count=1000))  # (the server is shared: only there)
+
+
+# ---------------------------------------------------------------- publish that stops
+
+
+def test_a_publish_into_a_sorted_set_of_the_wrong_type_counts_nothing(node, url, r, ns, audit_log):
+    """``{ns}:q`` planted as a string: the publish fails with one line, and the queue's
+    ``totalsent`` is not counted up (PUBLISH counted it before its ZADD failed: each refused
+    publish added one for a message that was never sent)."""
+    node.call("createQueue", qname="q")
+    r.set(f"{ns}:q", "planted")
+    fields = r.hgetall(f"{ns}:q:Q")
+    for _ in range(2):
+        out = qconsole("publish", "q", "hello", "--audit-log", audit_log, "-r", url)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and "WRONGTYPE" in out.stderr, out.stderr
+    assert r.hgetall(f"{ns}:q:Q") == fields and r.get(f"{ns}:q") == b"planted"
