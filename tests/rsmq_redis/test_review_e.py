@@ -126,3 +126,20 @@ def test_a_publish_into_a_sorted_set_of_the_wrong_type_counts_nothing(node, url,
         out = qconsole("publish", "q", "hello", "--audit-log", audit_log, "-r", url)
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and "WRONGTYPE" in out.stderr, out.stderr
     assert r.hgetall(f"{ns}:q:Q") == fields and r.get(f"{ns}:q") == b"planted"
+
+
+def test_a_publish_stopped_half_way_logs_the_ids_it_published(node, url, r, ns, audit_log):
+    """The third of three messages is over the queue's maxsize: the two before it are in the
+    queue, and the audit line names them (it said count 0, no ids, as the file layouts' publish
+    no longer does)."""
+    node.call("createQueue", qname="q", maxsize=1024)
+    with pytest.raises(QConsoleError) as info:
+        Operations(open_target(url), audit_log=audit_log).publish("q", [b"one", b"two", b"x" * 2000])
+    assert "2 published before it" in str(info.value)
+    sent = {m.decode() for m in r.zrange(f"{ns}:q", 0, -1)}
+    assert len(sent) == 2
+    with open(audit_log) as fh:
+        line = json.loads(fh.read().splitlines()[-1])
+    assert line["action"] == "publish" and line["outcome"] == "error"
+    assert line["count"] == 2 and set(line["ids"]) == sent
+    assert info.value.partial.done and set(info.value.partial.done) == sent

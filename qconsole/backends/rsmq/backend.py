@@ -991,6 +991,7 @@ class RsmqBackend(Backend):
         channel = f"{self.ns}:rt:{queue}"
         keys = [self.zkey(queue), self.hkey(queue)]
         done: list[str] = []
+        self.published = done  # what a publish stopped half-way did do (for its audit line), as the file layouts
         for body in payloads:
             for _attempt in range(5):
                 rand = "".join(secrets.choice(ID_CHARS) for _ in range(22))
