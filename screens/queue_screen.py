@@ -436,32 +436,46 @@ class QueueScreen(Screen[None]):
         elif self.scan is not None:
             total = len(lst.messages)
             failed = unreadable(self.scan)
-            if self.still_listing:  # not "1/16384": the rows so far are neither first nor all
-                t.append(f"listing… {len(self.all_messages)} so far", "bold")
-            elif failed:
-                t.append("cannot be read", "bold red")
-            else:
-                t.append(f"{lst.cursor + 1 if total else 0}/{total}", "bold")
-            if lst.marked or lst.hidden_marks:
-                t.append(SEP)
-                t.append(f"{len(lst.marked)} marked", "yellow")
-                if lst.hidden_marks:  # kept for when the view closes; actions take the shown ones
-                    t.append(f", {len(lst.hidden_marks)} outside the view", "yellow")
-            if self.view is not None:
-                kind, what = self.view
-                read, of, done = self.view_progress
-                t.append(SEP)
-                label = f"search {what!r}" if kind == "search" else f"redelivered ≥{what}"
-                t.append(escape_controls(label, keep_newlines=False), "bold cyan")
-                t.append(f" {len(self.view_matches)} found" + ("" if done else f", {read}/{of} read"),
-                         "cyan")
             now = self.qapp.clock()
             expired_now = lst.messages.expired_since(now)
-            if expired_now:
-                t.append(SEP)
-                t.append(f"{expired_now} expired since scan", "red")
-            t.append(SEP)
-            t.append(f"scanned {humanize.clock(self.scanned_at or self.scan.scanned_at)[11:]}", "dim")
+
+            def fields(short: bool) -> Text:
+                t = Text()
+                if self.still_listing:  # not "1/16384": the rows so far are neither first nor all
+                    t.append(f"listing… {len(self.all_messages)} so far", "bold")
+                elif failed:
+                    t.append("cannot be read", "bold red")
+                else:
+                    t.append(f"{lst.cursor + 1 if total else 0}/{total}", "bold")
+                if lst.marked or lst.hidden_marks:
+                    t.append(SEP)
+                    t.append(f"{len(lst.marked)} marked", "yellow")
+                    if lst.hidden_marks:  # kept for when the view closes; actions take the shown ones
+                        t.append(f" (+{len(lst.hidden_marks)} hidden)" if short else
+                                 f", {len(lst.hidden_marks)} outside the view", "yellow")
+                if self.view is not None:
+                    kind, what = self.view
+                    read, of, done = self.view_progress
+                    t.append(SEP)
+                    label = f"search {what!r}" if kind == "search" else f"redelivered ≥{what}"
+                    t.append(escape_controls(label, keep_newlines=False), "bold cyan")
+                    t.append(f" {len(self.view_matches)} found" + ("" if done else f", {read}/{of} read"),
+                             "cyan")
+                if expired_now:
+                    t.append(SEP)
+                    t.append(f"{expired_now} expired since scan", "red")
+                if not short:
+                    t.append(SEP)
+                    t.append(f"scanned {humanize.clock(self.scanned_at or self.scan.scanned_at)[11:]}", "dim")
+                return t
+
+            # one row: a status longer than the terminal wrapped its end (a search's progress,
+            # marks, the scan time) onto a row the screen does not show; the scan time goes
+            # first, then the marks' words, and what still does not fit is cut with …
+            t = fields(False)
+            if t.cell_len > (self.size.width or 80) - 2:
+                t = fields(True)
+            t.no_wrap, t.overflow = True, "ellipsis"
             if not total and self.view is None and not failed and not self.still_listing:
                 notes.append("this queue is empty", "dim")
             if lst.lost is not None:

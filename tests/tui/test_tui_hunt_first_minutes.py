@@ -328,3 +328,26 @@ async def test_p_with_no_queue_listed_says_why_nothing_opens(tmp_path: Any) -> N
         await settle(pilot)
         assert "no queue" in said(app), said(app)  # was: nothing at all
         assert "qconsole create" in said(app)
+
+
+# -- 9. a search with marks outside its view: the status row lost the search's progress ------------
+
+async def test_the_status_row_keeps_a_search_progress_beside_marks(vsqs_root: tuple[str, Any],
+                                                                   monkeypatch: Any) -> None:
+    from qconsole.screens.queue_screen import QueueScreen
+
+    root, manager = vsqs_root
+    q = manager.get_queue("jobs")
+    for i in range(5):
+        q.publish(f"payload {i}".encode())
+    monkeypatch.setattr(QueueScreen, "_filter_worker", lambda self, *a, **kw: None)  # a pass under way
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("space", "space", "space", "slash", *"payment-failed-eu", "enter")
+        await settle(pilot)
+        rows = screen_text(app).splitlines()
+        status = rows[-2]  # above the footer
+        # was "0/0 · 0 marked, 3 outside the view · search 'payment-failed-eu' 0 found, 0/5" and the
+        # rest ("read · scanned …") wrapped onto a row the one-row status does not have
+        assert "0/5 read" in status and "3 hidden" in status, "\n".join(rows[-4:])
