@@ -32,3 +32,33 @@ def test_interrupted_publish_is_audited(tmp_path):
     assert lines and lines[-1]["action"] == "publish" and lines[-1]["outcome"] == "interrupted", lines[-1:]
     # every message it left is accounted for (the one being written when stopped may be missing)
     assert set(published) <= set(lines[-1]["ids"]) or lines[-1]["count"] >= len(published) - 1, lines[-1]["count"]
+
+
+SIGINT_AT_THIRD_COMMIT = '''
+import os
+_rename, _seen = os.rename, [0]
+def rename(src, dst, **kw):
+    if isinstance(src, (str, bytes)) and os.fsdecode(src).endswith(".new"):
+        _seen[0] += 1
+        if _seen[0] == 3:  # ctrl+c as the third message's commit rename is called
+            raise KeyboardInterrupt
+    return _rename(src, dst, **kw)
+os.rename = rename
+'''
+
+
+def test_a_publish_stopped_before_its_commit_rename_leaves_no_new_file(tmp_path):
+    """ctrl+c after a message's <id>.new was written and synced but before its rename to <id>
+    left that .new for good: no client takes it and recover leaves .new files alone (a live
+    producer's), so it stayed `writing` in every count (review, hostile F)."""
+    root = tmp_path / "root"
+    (root / "jobs").mkdir(parents=True)
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(SIGINT_AT_THIRD_COMMIT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QCONSOLE_")}
+    env.update(PYTHONPATH=str(hook), XDG_STATE_HOME=str(tmp_path / "state"))
+    res = subprocess.run([qconsole_bin(), "publish", "jobs", "x", "--count", "5", "-r", str(root)], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 130 and "publish jobs: 2 done" in res.stderr, (res.returncode, res.stderr)
+    assert sorted(len(n) for n in os.listdir(root / "jobs")) == [16, 16], os.listdir(root / "jobs")

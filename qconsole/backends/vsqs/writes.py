@@ -62,12 +62,12 @@ def publish(c: safety.Confined, queue_dir: str, data: bytes, divisor: float, gid
                 continue
             safety.write_all(fd, data)
             os.fsync(fd)
-        except BaseException:
+            c.rename(new, os.path.join(queue_dir, mid))
+        except BaseException:  # (ctrl+c before the rename left the .new for good; after it, it is gone)
             c.unlink(new)
             raise
         finally:
             os.close(fd)
-        c.rename(new, os.path.join(queue_dir, mid))
         return mid
 
 
