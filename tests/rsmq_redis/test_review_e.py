@@ -143,3 +143,22 @@ def test_a_publish_stopped_half_way_logs_the_ids_it_published(node, url, r, ns, 
     assert line["action"] == "publish" and line["outcome"] == "error"
     assert line["count"] == 2 and set(line["ids"]) == sent
     assert info.value.partial.done and set(info.value.partial.done) == sent
+
+
+# ---------------------------------------------------------------- delete-queue of planted members only
+
+
+def test_delete_queue_of_a_queue_holding_only_planted_members_says_so(node, url, r, ns, audit_log):
+    """A queue whose sorted set holds only a member that is no message (a planted ``vt``):
+    delete-queue said 'a message arrived meanwhile' every time (its check counts messages, the
+    script the sorted set), and purge never takes such a member. It says what is there and that
+    --force deletes it with the queue."""
+    node.call("createQueue", qname="q")
+    r.zadd(f"{ns}:q", {"vt": 1})
+    for _ in range(2):
+        out = qconsole("delete-queue", "q", "--yes", "--audit-log", audit_log, "-r", url)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+        assert "arrived meanwhile" not in out.stderr and "no message" in out.stderr and "--force" in out.stderr
+    assert r.zcard(f"{ns}:q") == 1 and r.hexists(f"{ns}:q:Q", "vt")
+    out = qconsole("delete-queue", "q", "--yes", "--force", "--audit-log", audit_log, "-r", url)
+    assert out.returncode == 0 and not r.exists(f"{ns}:q", f"{ns}:q:Q"), out.stderr

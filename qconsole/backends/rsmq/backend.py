@@ -1164,6 +1164,13 @@ class RsmqBackend(Backend):
             raise OperationError(f"{queue!r}: {self.hkey(queue)} or {self.zkey(queue)} is not of the type rsmq "
                                  "writes; not deleted")
         if n < 0:
+            # the script counts members, the caller's check messages: members that are no message
+            # (:func:`not_an_id`, planted) stay whatever purge does
+            scan = self.scan_queue(queue)
+            if not scan.total and scan.counts.get(FOREIGN):
+                raise OperationError(f"{queue!r} holds no message but {scan.counts[FOREIGN]} member(s) of {self.zkey(queue)} "
+                                     "that are no message (foreign: see qconsole stats); not deleted (--force deletes "
+                                     "them with the queue)")
             raise OperationError(f"{queue!r}: a message arrived meanwhile; not deleted (purge it first, or --force)")
         return n
 
