@@ -162,3 +162,29 @@ def test_delete_queue_of_a_queue_holding_only_planted_members_says_so(node, url,
     assert r.zcard(f"{ns}:q") == 1 and r.hexists(f"{ns}:q:Q", "vt")
     out = qconsole("delete-queue", "q", "--yes", "--force", "--audit-log", audit_log, "-r", url)
     assert out.returncode == 0 and not r.exists(f"{ns}:q", f"{ns}:q:Q"), out.stderr
+
+
+# ---------------------------------------------------------------- maxsize as Node measures it
+
+
+def test_publish_measures_maxsize_as_node_does(node, url, r, ns, tmp_path, audit_log):
+    """Node's sendMessage compares maxsize with the message's JavaScript length (UTF-16 code
+    units), not its bytes: 1,000 'é' (2,000 bytes) go into a queue of maxsize 1,024 there,
+    and qconsole refused them as too long. Text is measured as Node measures it; bytes that are
+    no UTF-8 (Node cannot send them) by their number."""
+    node.call("createQueue", qname="q", maxsize=1024)
+    text = "é" * 1000
+    assert node.call("sendMessage", qname="q", message=text)
+    body = tmp_path / "e.txt"
+    body.write_text(text, encoding="utf-8")
+    out = qconsole("publish", "q", "--file", str(body), "--audit-log", audit_log, "-r", url)
+    assert out.returncode == 0 and "1 done" in out.stdout, out.stdout + out.stderr
+    over = "😀" * 513  # 1,026 UTF-16 units: Node refuses it (messageTooLong)
+    assert node.run(("sendMessage", {"qname": "q", "message": over}))[0].get("error") == "messageTooLong"
+    body.write_text(over, encoding="utf-8")
+    out = qconsole("publish", "q", "--file", str(body), "--audit-log", audit_log, "-r", url)
+    assert out.returncode != 0 and "maxsize" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    body.write_bytes(b"\xff" * 1025)
+    out = qconsole("publish", "q", "--file", str(body), "--audit-log", audit_log, "-r", url)
+    assert out.returncode != 0 and "maxsize" in out.stderr, out.stderr
+    assert r.zcard(f"{ns}:q") == 2

@@ -143,6 +143,16 @@ def _rc(raw: bytes | None) -> int:
     return int(raw) if raw is not None and len(raw) <= RC_DIGITS and raw.isdigit() else 0
 
 
+def _js_length(body: bytes) -> int:
+    """The length Node rsmq's sendMessage compares with ``maxsize``: the message's JavaScript
+    length (UTF-16 code units: 'é' 1, an emoji 2), not its bytes; a body that is no UTF-8 (Node
+    cannot send one) by its bytes."""
+    try:
+        return len(body.decode("utf-8").encode("utf-16-le")) // 2
+    except UnicodeDecodeError:
+        return len(body)
+
+
 def _s(value: Any) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
 
@@ -995,7 +1005,8 @@ class RsmqBackend(Backend):
         for body in payloads:
             for _attempt in range(5):
                 rand = "".join(secrets.choice(ID_CHARS) for _ in range(22))
-                out = self._run_script("PUBLISH", keys, [bytes(body), delay_arg, rand, realtime, channel])
+                out = self._run_script("PUBLISH", keys, [bytes(body), delay_arg, rand, realtime, channel,
+                                                         _js_length(bytes(body))])
                 word = _s(out[0])
                 if word != "exists":
                     break
@@ -1003,8 +1014,9 @@ class RsmqBackend(Backend):
                 done.append(_s(out[1]))
                 self.tick(len(done), len(payloads))  # (no round trip: a line on a terminal at most)
             elif word == "toolong":
-                raise OperationError(f"message of {len(body)} bytes is longer than the queue's maxsize "
-                                     f"({_s(out[1])}); {len(done)} published before it")
+                raise OperationError(f"message of {_js_length(bytes(body))} characters (as Node's rsmq counts: UTF-16 "
+                                     f"units) is longer than the queue's maxsize ({_s(out[1])}); "
+                                     f"{len(done)} published before it")
             elif word == "noqueue":
                 raise UnknownQueueError(f"no queue {queue!r} in {self.target} (deleted meanwhile?)")
             else:

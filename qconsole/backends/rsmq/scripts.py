@@ -111,7 +111,8 @@ return "ok"
 
 #: rsmq's sendMessage in one script: the id from Redis TIME (base36 of µs, 10 characters) and the
 #: 22 random characters in ARGV[3]; score now + delay (ARGV[2] ms, "" = the queue's delay);
-#: totalsent + 1; the realtime PUBLISH of the queue's size on ARGV[5] when ARGV[4] == "1"
+#: totalsent + 1; the realtime PUBLISH of the queue's size on ARGV[5] when ARGV[4] == "1"; ARGV[6]
+#: the body's length as Node's maxsize check measures it (JavaScript's: UTF-16 code units)
 PUBLISH = _SHOWN + _PARSEINT + """
 local q = redis.call("HMGET", KEYS[2], "vt", "delay", "maxsize")
 if not q[1] or not q[2] or not q[3] then return {"noqueue"} end
@@ -130,7 +131,7 @@ else
 end
 -- maxsize as Node reads it (parseInt; NaN: no limit, as Node's `length > NaN` is false)
 local maxsize = _parseint(q[3])
-if maxsize and maxsize ~= -1 and #ARGV[1] > maxsize then return {"toolong", tostring(maxsize)} end
+if maxsize and maxsize ~= -1 and tonumber(ARGV[6]) > maxsize then return {"toolong", tostring(maxsize)} end
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local n = tonumber(t[1]) * 1000000 + tonumber(t[2])
