@@ -7,7 +7,6 @@ import getpass
 import json
 import os
 import socket
-from collections import deque
 from typing import Any
 
 from ..errors import QConsoleError
@@ -99,6 +98,9 @@ def _inside(root: str, path: str) -> tuple[str, str] | None:
 READ_WINDOW = 64 << 20
 #: the longest line parsed: an entry lists at most 1,000 ids and 1,000 skips (~0.2 MB)
 MAX_LINE = 1 << 20
+#: the most entries read (the last ones): a window of 64 MiB of planted ``{}`` lines is 22
+#: million of them (95 s and 2.9 GB to show); qconsole's own run to ~300 bytes each
+MAX_ENTRIES = 100_000
 
 
 def read(path: str, tail: int | None = None, root: str | None = None) -> list[dict[str, Any]]:
@@ -121,9 +123,13 @@ def read(path: str, tail: int | None = None, root: str | None = None) -> list[di
     if len(data) > READ_WINDOW:  # a log this long (or a planted one): its last entries only
         data = data[data.find(b"\n", 1) + 1:] if b"\n" in data[1:] else b""
         out.append({"raw": f"(earlier entries not read: only the log's last {READ_WINDOW >> 20} MiB are)"})
+    keep = min(tail or MAX_ENTRIES, MAX_ENTRIES)
+    data, cut = _last_lines(data, keep)
     lines = data.splitlines(keepends=True)
-    if tail:
-        lines = list(deque(lines, maxlen=tail))
+    if len(lines) > keep:
+        lines, cut = lines[-keep:], True
+    if cut and keep == MAX_ENTRIES:
+        out.append({"raw": f"(earlier entries not shown: at most the last {MAX_ENTRIES:,} are read)"})
     for raw in lines:
         if len(raw) > MAX_LINE:  # not one qconsole writes: parsed, a planted one takes GBs
             out.append({"raw": f"(a line of {len(raw):,} bytes, longer than any entry qconsole writes: not read)"})
@@ -134,3 +140,13 @@ def read(path: str, tail: int | None = None, root: str | None = None) -> list[di
         except (ValueError, RecursionError):
             out.append({"raw": raw.decode("utf-8", "replace").rstrip()})
     return out
+
+
+def _last_lines(data: bytes, n: int) -> tuple[bytes, bool]:
+    """The last ``n`` lines of ``data`` and whether any went, without splitting the others."""
+    at = len(data) - 1 if data.endswith(b"\n") else len(data)
+    for _ in range(n):
+        at = data.rfind(b"\n", 0, at)
+        if at < 0:
+            return data, False
+    return data[at + 1:], True

@@ -81,6 +81,24 @@ def test_a_planted_64mb_audit_line_is_not_parsed(tmp_path):
     assert "not read" in text and '"purge"' in text and '"publish"' in text, text[:2000]
 
 
+def test_a_planted_audit_log_of_millions_of_tiny_lines_is_shown_by_its_last_entries(tmp_path):
+    """64 MiB of ``{}`` lines are 22 million entries: `qconsole audit` (no --tail, or a --tail
+    that large) took 95 s and 2.9 GB to show them, a MemoryError under a cap. At most the last
+    100,000 entries are read, and a line says so."""
+    root = _vsqs_root(tmp_path)
+    assert _run("purge", "jobs", "--yes", "-r", root).returncode == 0
+    log = os.path.join(root, ".qconsole", "audit.log")
+    with open(log, "a") as fh:
+        fh.write("{}\n" * ((BIG - (1 << 20)) // 3))
+    assert _run("publish", "jobs", "after", "-r", root).returncode == 0
+    for argv in (["audit"], ["audit", "--json"], ["audit", "--tail", "1000000000"]):
+        res = _run(*argv, "-r", root)
+        assert res.returncode == 0 and not res.stderr, (argv, res.returncode, res.stderr[-500:])
+        lines = res.stdout.splitlines()
+        assert 100_000 <= len(lines) <= 100_010, (argv, len(lines))
+        assert "earlier entries not shown" in res.stdout[:2000] and "publish" in res.stdout[-500:], argv
+
+
 def test_an_audit_log_hard_linked_outside_or_named_in_a_queue_is_not_written(tmp_path):
     root = _vsqs_root(tmp_path)
     outside = tmp_path / "outside.txt"
