@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from typing import TYPE_CHECKING, Any
 
 from ..model import Message
@@ -35,8 +36,25 @@ def metadata(msg: Message, payload: Payload, now: float) -> list[tuple[str, str]
     rows.append(("kind", payload.kind))
     for key in ("requeue_counter", "requeue_limit", "requeue", "timeout", "queue_number"):
         if key in payload.fields:
-            rows.append((key, str(payload.fields[key])))
+            rows.append((key, field_text(key, payload.fields[key])))
     return rows
+
+
+#: what ddmq does with a field it finds empty (None, 0, false: its tests are ``if not x``)
+_EMPTY_MEANS = {"requeue_limit": "no limit", "timeout": "the queue's message_timeout"}
+#: the most of one field's value shown beside a payload (a planted file can hold anything)
+FIELD_CAP = 200
+
+
+def field_text(key: str, value: Any) -> str:
+    """A ddmq message field as its file holds it (JSON: ``null``, ``true``, not Python's
+    ``None``/``True``), with what ddmq makes of an empty limit or timeout."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) > FIELD_CAP:
+        text = text[:FIELD_CAP] + "…"
+    if key in _EMPTY_MEANS and not isinstance(value, str) and value in (None, 0):
+        text += f" ({_EMPTY_MEANS[key]})"
+    return text
 
 
 def render_peek(msg: Message, payload: Payload, now: float) -> "RenderableType":

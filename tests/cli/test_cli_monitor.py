@@ -317,6 +317,12 @@ def test_peek_default_is_what_the_real_consumer_takes_next(ddmq_busy):
     assert doc["fields"]["priority"] == 10 and doc["fields"]["requeue_counter"] == 0
     text = run("peek", "jobs", "-r", root).stdout
     assert "requeue_counter" in text and '"p": 10' in text
+    # the fields as the file holds them (JSON), and what ddmq makes of the empty ones
+    rows = {line.split()[0]: line.split(None, 1)[1].strip() for line in text.splitlines() if line.split()[:1]
+            and line.split()[0] in ("requeue_limit", "requeue", "timeout")}
+    assert doc["fields"]["requeue_limit"] is None and doc["fields"]["timeout"] is None
+    assert rows == {"requeue_limit": "null (no limit)", "requeue": json.dumps(doc["fields"]["requeue"]),
+                    "timeout": "null (the queue's message_timeout)"}
     assert b.consume("jobs", clean=False).id == doc["id"]  # peek changed nothing
 
 
