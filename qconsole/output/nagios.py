@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     Part = tuple[str, int, list[str], str]
 
 OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
+#: the most of the root's first error the status line shows (the rest is in `stats`)
+ROOT_ERROR_CHARS = 120
 NAMES = {OK: "OK", WARNING: "WARNING", CRITICAL: "CRITICAL", UNKNOWN: "UNKNOWN"}
 
 
@@ -119,6 +121,13 @@ def evaluate(scan: RootScan, t: Thresholds, parts: list[Part] | None = None) -> 
         parts = [part(q, scan.generated_at) for q in scan.queues]
     status = max((p[1] for p in parts), default=OK)
     problems = [text for p in parts for text in p[2]]
+    if scan.errors:  # a queue the root holds but nobody counts (a symlinked queue, a planted
+        # ddmq.yaml, a name the store refuses): a blind spot, never OK without a word
+        first = _text_name(scan.errors[0])
+        first = first if len(first) <= ROOT_ERROR_CHARS else first[:ROOT_ERROR_CHARS - 1] + "…"
+        more = f" (+{len(scan.errors) - 1} more)" if len(scan.errors) > 1 else ""
+        problems.insert(0, f"root: {first}{more}")
+        status = max(status, WARNING)
     totals = scan.totals()
     summary = f"{len(scan.queues)} queues, {totals[READY]} ready, {totals['inflight']} inflight, {totals[EXPIRED]} expired"
     if any(q.extras is not None for q in scan.queues):

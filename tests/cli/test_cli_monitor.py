@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -235,6 +236,33 @@ def test_check_perfdata_carries_thresholds(ddmq_busy):
     root, _b = ddmq_busy
     out = run("check", root, "--warn-ready", "5", "--crit-ready", "9").stdout
     assert "jobs_ready=6;5;9;0;" in out and "jobs ready=6 (WARNING)" in out
+
+
+@pytest.mark.parametrize("plant", ["symlinked-queue", "ddmq-yaml-to-dev-zero"])
+def test_check_warns_of_a_queue_the_root_holds_but_nobody_counts(ddmq_busy, tmp_path, plant):
+    """A root-level error is a queue left out of every figure: check said OK without a word
+    (a planted ddmq.yaml -> /dev/zero hid a queue of messages). Both ways the console script goes."""
+    root, _b = ddmq_busy
+    if plant == "symlinked-queue":
+        os.symlink(os.path.join(root, "jobs"), os.path.join(root, "alias"))
+        why = "root: alias: symlink not followed"
+    else:
+        shutil.copytree(os.path.join(root, "jobs"), os.path.join(root, "other"), symlinks=True)
+        os.unlink(os.path.join(root, "other", "ddmq.yaml"))
+        os.symlink("/dev/zero", os.path.join(root, "other", "ddmq.yaml"))
+        why = "root: other: ddmq.yaml is no regular file"
+    exe = os.path.join(os.path.dirname(sys.executable), "qconsole")
+    fast = subprocess.run([exe, "check", root], capture_output=True, text=True, timeout=60)
+    for res in (run("check", root), fast):
+        code = getattr(res, "exit_code", None)
+        code = res.returncode if code is None else code
+        assert code == 1, res.stdout
+        assert CHECK_LINE.match(res.stdout), res.stdout
+        assert res.stdout.startswith(f"QCONSOLE WARNING - {why}"), res.stdout
+        assert "jobs_ready=6;" in res.stdout  # the queues it does count, as before
+    # thresholds still rank above it
+    res = run("check", root, "--crit-expired", "1")
+    assert res.exit_code == 2 and res.stdout.startswith(f"QCONSOLE CRITICAL - {why}")
 
 
 def test_check_unknown_for_missing_or_unreadable_root(tmp_path, monkeypatch):

@@ -132,6 +132,28 @@ def test_queue_names_need_yaml_and_work_and_skip_dots_and_symlinks(tmp_path):
     assert errors == ["b: symlink not followed"]
 
 
+@pytest.mark.parametrize("planted", ["dev-zero", "dangling", "fifo", "directory"])
+def test_a_queue_whose_ddmq_yaml_is_no_regular_file_is_named_not_left_out_silently(tmp_path, planted):
+    """ddmq's check_dir skips such a directory (os.path.isfile), and so does qconsole; a planted
+    ddmq.yaml -> /dev/zero made a queue of messages vanish from stats and check without a word."""
+    root = _queue(tmp_path, waiting=[f"9.{QN}.ddmq{U[0]}"])
+    (tmp_path / "q" / "ddmq.yaml").unlink()
+    cfg = tmp_path / "q" / "ddmq.yaml"
+    if planted == "dev-zero":
+        os.symlink("/dev/zero", cfg)
+    elif planted == "dangling":
+        os.symlink(tmp_path / "nowhere", cfg)
+    elif planted == "fifo":
+        os.mkfifo(cfg)
+    else:
+        cfg.mkdir()
+    (tmp_path / "plain" / "work").mkdir(parents=True)  # no ddmq.yaml at all: no queue, no word
+    names, errors = ddmq.list_queue_names(root)
+    assert names == []
+    assert errors == ["q: ddmq.yaml is no regular file (a directory, a FIFO, a link to a device or to nothing): "
+                      "not a queue, not counted"]
+
+
 @pytest.mark.parametrize("deadline, expired", [(1699999999, True), (1700000000, False), (1700000001, False)])
 def test_expiry_follows_ddmq_clean(deadline, expired):
     assert ddmq.is_expired(deadline, NOW + 0.9) is expired

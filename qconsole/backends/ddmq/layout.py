@@ -114,10 +114,26 @@ def list_queue_names(root: str) -> tuple[list[str], list[str]]:
                     names.append(name)  # one that cannot be looked into: a queue row with its read error
                 elif _is_link_at(fd, f"{name}/{WORK}"):
                     errors.append(f"{name}: work/ is a symlink, not followed")
+                elif _odd_config_at(fd, name):  # ddmq's own check_dir skips it too: not silently
+                    errors.append(f"{name}: {CONFIG} is no regular file (a directory, a FIFO, a link to a "
+                                  "device or to nothing): not a queue, not counted")
     finally:
         os.close(fd)
     names.sort()
     return names, errors
+
+
+def _odd_config_at(dir_fd: int, name: str) -> bool:
+    """A directory with a real work/ whose ddmq.yaml is there but no regular file (a planted link
+    to /dev/zero, a FIFO): a queue the client and qconsole skip, that ``check`` would otherwise
+    leave out without a word."""
+    try:
+        if not stat.S_ISDIR(os.stat(f"{name}/{WORK}", dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            return False
+        os.stat(f"{name}/{CONFIG}", dir_fd=dir_fd, follow_symlinks=False)
+    except (OSError, ValueError):
+        return False
+    return True  # (is_queue_dir found it no regular file, even following a link)
 
 
 def _is_link_at(dir_fd: int, rel: str) -> bool:
