@@ -389,6 +389,9 @@ class QConsoleApp(App[None]):
                 _namespace, name, params = parse_action(action)
                 if screen.check_action(name, params) is False:  # what the screen refuses here
                     continue
+                offers = getattr(screen, "offers", None)
+                if offers is not None and not offers(name):  # a key that only says why not, here
+                    continue
                 if name == "undo" and not self.undo_stack:  # (the key still says there is nothing)
                     continue
                 yield SystemCommand(binding.description, f"key {binding.key}",

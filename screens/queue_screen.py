@@ -220,9 +220,12 @@ class QueueScreen(Screen[None]):
             return self.qroot.can(SETTINGS)
         if action in ("trash", "undo"):
             return self.qroot.can(TRASH) and (action == "trash" or not self.qapp.read_only)
-        if action == "dead_letters":
-            return self.qroot.can(REDELIVERY_COUNT)
         return True
+
+    def offers(self, action: str) -> bool:
+        """Whether the palette offers ``action`` here; D on a store without redelivery counts is
+        no command, but the key still says why."""
+        return action != "dead_letters" or self.qroot.can(REDELIVERY_COUNT)
 
     @property
     def still_listing(self) -> bool:
@@ -533,6 +536,9 @@ class QueueScreen(Screen[None]):
         self.open_view(("search", text), keep, SEARCH_CAP)
 
     def action_dead_letters(self) -> None:
+        if not self.qroot.can(REDELIVERY_COUNT):  # help lists D: said, not silence
+            self.qapp.say(f"no dead-letter view here: {self.qroot.kind} keeps no redelivery count", "warning")
+            return
         n = self.qapp.poison_threshold
 
         def keep(_msg: Message, read: Callable[[], Payload | None]) -> bool:

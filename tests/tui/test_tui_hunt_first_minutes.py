@@ -351,3 +351,17 @@ async def test_the_status_row_keeps_a_search_progress_beside_marks(vsqs_root: tu
         # was "0/0 · 0 marked, 3 outside the view · search 'payment-failed-eu' 0 found, 0/5" and the
         # rest ("read · scanned …") wrapped onto a row the one-row status does not have
         assert "0/5 read" in status and "3 hidden" in status, "\n".join(rows[-4:])
+
+
+# -- 10. D (listed in help) on a store with no redelivery count did nothing at all ---------------
+
+async def test_d_on_vsqs_says_it_keeps_no_redelivery_count(vsqs_root: tuple[str, Any]) -> None:
+    root, manager = vsqs_root
+    manager.get_queue("jobs").publish(b"one")
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("D")
+        await settle(pilot)
+        assert "keeps no redelivery count" in said(app), said(app)  # was: nothing at all
+        assert app.screen.view is None  # no dead-letter view opened
