@@ -75,27 +75,39 @@ async def test_a_search_under_way_does_not_say_the_cursor_message_is_gone(vsqs_r
 
 # -- 3. a value as stored that the form would not accept blocked every other save ------------------
 
-async def test_a_pyrsmq_queue_maxsize_as_stored_does_not_block_saving_vt() -> None:
-    from redis_peer import shared_server
-    from textual.widgets import Input
-
-    from qconsole.screens.settings_screen import SettingsScreen
+def pyrsmq_queue() -> tuple[Any, str]:
+    """The test process's Redis server and a fresh namespace holding queue ``jobs`` as PyRSMQ
+    makes it: its own default maxsize is 65565 (not rsmq's 65536), out of the range a save takes."""
+    from redis_peer import missing, shared_server
 
     server = shared_server()
     try:
         from rsmq import RedisSMQ
     except ImportError:
-        pytest.skip("PyRSMQ is not installed (the test extra pins PyRSMQ==0.6.1)")
+        missing("PyRSMQ is not installed (the test extra pins PyRSMQ==0.6.1)")
     ns = "huntc" + os.urandom(5).hex()
-    # PyRSMQ's own default maxsize is 65565 (not rsmq's 65536): out of the range a save takes
     RedisSMQ(host="127.0.0.1", port=server.port, ns=ns).createQueue(qname="jobs", vt=8).execute()
+    return server, ns
+
+
+async def settings_form(app: Any, pilot: Any) -> Any:
+    """The settings form of the highlighted queue, opened by s."""
+    from qconsole.screens.settings_screen import SettingsScreen
+
+    await settle(pilot)
+    await pilot.press("s")
+    await settle(pilot)
+    assert isinstance(app.screen, SettingsScreen)
+    return app.screen
+
+
+async def test_a_pyrsmq_queue_maxsize_as_stored_does_not_block_saving_vt() -> None:
+    from textual.widgets import Input
+
+    server, ns = pyrsmq_queue()
     app = make_app([server.url(ns)])
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("s")
-        await settle(pilot)
-        form = app.screen
-        assert isinstance(form, SettingsScreen)
+        form = await settings_form(app, pilot)
         assert form.query_one("#queue--maxsize", Input).value == "65565"
         box = form.query_one("#queue--vt", Input)
         form.set_focus(box)
@@ -118,25 +130,12 @@ async def test_a_pyrsmq_queue_maxsize_as_stored_does_not_block_saving_vt() -> No
 
 
 async def test_a_changed_field_out_of_range_is_still_refused() -> None:
-    from redis_peer import shared_server
     from textual.widgets import Input
 
-    from qconsole.screens.settings_screen import SettingsScreen
-
-    server = shared_server()
-    try:
-        from rsmq import RedisSMQ
-    except ImportError:
-        pytest.skip("PyRSMQ is not installed (the test extra pins PyRSMQ==0.6.1)")
-    ns = "huntc" + os.urandom(5).hex()
-    RedisSMQ(host="127.0.0.1", port=server.port, ns=ns).createQueue(qname="jobs", vt=8).execute()
+    server, ns = pyrsmq_queue()
     app = make_app([server.url(ns)])
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("s")
-        await settle(pilot)
-        form = app.screen
-        assert isinstance(form, SettingsScreen)
+        form = await settings_form(app, pilot)
         box = form.query_one("#queue--maxsize", Input)
         form.set_focus(box)
         await pilot.press("ctrl+a", "ctrl+k", *"70000")
@@ -236,16 +235,10 @@ async def test_end_pressed_while_listing_is_at_the_end_when_the_listing_complete
 async def test_r_on_rsmq_says_expired_messages_are_visible_already_not_n_done() -> None:
     import time
 
-    from redis_peer import shared_server
+    from rsmq import RedisSMQ
 
-    server = shared_server()
-    try:
-        from rsmq import RedisSMQ
-    except ImportError:
-        pytest.skip("PyRSMQ is not installed (the test extra pins PyRSMQ==0.6.1)")
-    ns = "huntc" + os.urandom(5).hex()
+    server, ns = pyrsmq_queue()  # (made with vt 8; each receive below gives its own vt)
     q = RedisSMQ(host="127.0.0.1", port=server.port, ns=ns, qname="jobs")
-    q.createQueue(vt=30).execute()
     for i in range(3):
         q.sendMessage(message=f"m{i}").execute()
     for _ in range(2):
