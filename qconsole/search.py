@@ -1,7 +1,8 @@
 """Finding messages by text and by age: the same rules for `qconsole ls --grep` and the TUI's `/`.
 
 A message matches when the text (case-insensitive) is in its id, equals its state word, or is
-in its payload as text (the payload read up to ``SEARCH_CAP`` bytes through the backend).
+in its payload as text (the payload read up to ``SEARCH_CAP`` bytes through the backend; JSON
+also as the console shows it).
 """
 
 from __future__ import annotations
@@ -24,7 +25,19 @@ def matches_without_payload(msg: Message, needle: str) -> bool:
 
 
 def payload_matches(payload: Payload | None, needle: str) -> bool:
-    return payload is not None and needle in payload.text().lower()
+    """``needle`` in the payload's text as stored or, for JSON, as the console shows it: the
+    list's preview compact (``{"i":4999}``), peek indented (``"i": 4999``, a pair as one line
+    with Python's separators). Text copied from any of them finds the message."""
+    if payload is None:
+        return False
+    if needle in payload.text().lower():
+        return True
+    if payload.parsed is None:
+        return False
+    import json
+
+    return any(needle in json.dumps(payload.parsed, ensure_ascii=False, separators=seps).lower()
+               for seps in ((",", ":"), (", ", ": ")))
 
 
 def message_matches(backend: Backend, msg: Message, needle: str, cap: int = SEARCH_CAP) -> bool:

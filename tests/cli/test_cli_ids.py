@@ -147,6 +147,22 @@ def test_ls_ids_is_one_full_id_a_line_in_delivery_order(ddmq_jobs):
     assert res.exit_code == 2 and "--ids or --json" in res.stderr
 
 
+def test_grep_finds_json_as_the_file_and_the_list_preview_hold_it(vsqs_root):
+    """The console's list shows a JSON payload compacted ({"i":4999}); peek shows it indented.
+    Text copied from either finds the message (the compact form, often the file's very bytes,
+    found nothing: only the indented text was searched)."""
+    root, manager = vsqs_root
+    q = manager.get_queue("jobs")
+    q.publish(b'{"i":4999,"to":"ada"}')
+    q.publish(b'{"i": 5000, "to": "bob"}')
+    q.publish(b"plain text, no json")
+    for needle, want in (('{"i":4999', 1), ('"i": 4999', 1), ('"to":"bob"', 1), ('"to": "bob"', 1),
+                         ('"i":', 2), ("no json", 1), ('"i":4998', 0)):
+        res = run("ls", "jobs", "-r", root, "--json", "--grep", needle)
+        assert res.exit_code == 0, res.stderr
+        assert json.loads(res.stdout)["count"] == want, (needle, res.stdout)
+
+
 def test_ls_ids_imports_no_rich_even_on_a_terminal(ddmq_jobs):
     probe = ("import sys, runpy; sys.argv = ['qconsole', 'ls', 'jobs', '--ids', '-r', %r]\n"
              "try:\n    runpy.run_module('qconsole', run_name='__main__')\nexcept SystemExit:\n    pass\n"
