@@ -25,6 +25,12 @@ from .backends import backend_class, open_target
 
 #: a fixed instant (2024-05-01 12:00:00 UTC) for the fixture, snapshots and screenshots
 FIXED_NOW = 1714564800.0
+#: a demo queue's producer pauses while the queue holds this many messages: a queue with too
+#: few consumers (by design: a backlog to watch) would otherwise grow for as long as the demo
+#: runs (5/s is 18k files an hour), and every listing of it with it
+BACKLOG_CAP = 3000
+#: the producer looks at its queue's size every this many messages (a count is one listing)
+BACKLOG_EVERY = 50
 
 #: the kinds of store the demo always shows (they need nothing but a directory)
 FILE_KINDS = ("ddmq", "vsqs")
@@ -115,9 +121,20 @@ class Simulation:
         ops = self._ops(root)
         n = 0
         while not self.stop_event.wait(rng.expovariate(rate)):
+            if n % BACKLOG_EVERY == 0 and self._backlog(ops, queue) >= BACKLOG_CAP:
+                self.stop_event.wait(5.0)  # until its consumers (or the operator) take some
+                continue
             n += 1
             body = json.dumps({"queue": queue, "n": n, "at": round(time.time(), 3)}).encode()
             ops.publish(queue, [body], **kit.publish_options(rng))
+
+    @staticmethod
+    def _backlog(ops: Any, queue: str) -> int:
+        """Messages in ``queue`` now, any state (0 when it cannot be counted: keep producing)."""
+        try:
+            return ops.root.scan([queue]).queues[0].total
+        except Exception:  # noqa: BLE001 (a demo thread goes on)
+            return 0
 
     def _consumer(self, root: str, kit: Any, queue: str, work_s: float, die: float, timeout: int,
                   rng: random.Random) -> None:

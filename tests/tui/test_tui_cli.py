@@ -47,6 +47,25 @@ def test_fixture_roots_scan_as_promised(tmp_path: Any) -> None:
     assert (v.counts["ready"], v.counts["inflight"], v.counts["expired"]) == (12, 2, 1)
 
 
+def test_a_queue_without_consumers_stops_growing_at_the_demos_cap(tmp_path: Any, monkeypatch: Any) -> None:
+    """VSQS webhooks has no consumer (a backlog to watch, by design): it grew for as long as the
+    demo ran (2/s: thousands of files after an hour, every listing slower). Its producer pauses
+    at the cap."""
+    import qconsole.demo as demo
+
+    monkeypatch.setattr(demo, "BACKLOG_CAP", 4)
+    monkeypatch.setattr(demo, "BACKLOG_EVERY", 1)
+    vroot = make_vsqs_root(str(tmp_path / "vsqs"))
+    sim = Simulation(vroot).start()
+    try:
+        time.sleep(7)  # ~14 messages at 2/s without the cap
+        hooks = Root(vroot).scan_queue("webhooks").total
+    finally:
+        sim.stop()
+    assert sim.errors == []
+    assert hooks == 4, hooks
+
+
 def test_simulation_moves_messages_through_the_real_protocols(tmp_path: Any) -> None:
     droot = make_ddmq_root(str(tmp_path / "ddmq"))
     vroot = make_vsqs_root(str(tmp_path / "vsqs"))
