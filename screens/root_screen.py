@@ -99,6 +99,9 @@ class ScanBatch:
     stamps: dict[str, tuple[object, float]] = field(default_factory=dict)
     #: row key -> when a row was counted, where that is not ``at`` (the first count, forked earlier)
     taken_at: dict[str, float] = field(default_factory=dict)
+    #: roots (indexes) whose queues could not be listed in this pass (a Redis server down, a root
+    #: gone unreadable): their rows keep the last counts, said in the error line, not emptied
+    unreached: set[int] = field(default_factory=set)
 
 
 class QueueTable(DataTable):  # type: ignore[type-arg]
@@ -233,8 +236,10 @@ class RootScreen(Screen[None]):
             try:
                 names, errors = root.queue_names()
             except QConsoleError as err:
-                batch.errors.append(str(err))
+                shown = any(j == i for j, _scan in list(self.scans.values()))
+                batch.errors.append(f"{err}" + ("; its queues show the counts last read" if shown else ""))
                 batch.error_roots.append(i)
+                batch.unreached.add(i)
                 continue
             batch.errors.extend(errors)
             batch.error_roots.extend([i] * len(errors))
@@ -298,7 +303,7 @@ class RootScreen(Screen[None]):
             self.history.setdefault(key, QueueHistory()).add(scan, batch.taken_at.get(key, batch.at), ids)
         self.stamps.update(batch.stamps)
         for key in list(self.scans):
-            if key not in seen:
+            if key not in seen and self.scans[key][0] not in batch.unreached:
                 del self.scans[key]
                 self.history.pop(key, None)
                 self.stamps.pop(key, None)

@@ -358,3 +358,43 @@ async def test_d_on_vsqs_says_it_keeps_no_redelivery_count(vsqs_root: tuple[str,
         await settle(pilot)
         assert "keeps no redelivery count" in said(app), said(app)  # was: nothing at all
         assert app.screen.view is None  # no dead-letter view opened
+
+
+# -- 11. a root that could not be listed for a moment emptied the screen ----------------------------
+
+async def test_a_root_unreachable_for_a_moment_keeps_its_rows_with_the_last_counts(
+        vsqs_root: tuple[str, Any], monkeypatch: Any) -> None:
+    """A Redis server restarting, an NFS mount hanging up: every row went ("0 queues" beside the
+    error) and the rates and sparklines started again afterwards. The rows stay, the error line
+    says their counts are the last read, and the next good pass updates them."""
+    import time
+
+    from qconsole.errors import RootError
+    from qconsole.screens.root_screen import RootScreen
+
+    root, manager = vsqs_root
+    for name in ("alpha", "bravo"):
+        manager.get_queue(name).publish(name.encode())
+    app = make_app([root], clock=time.time)  # (messages of now: no clock-skew note beside the error)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RootScreen)
+        backend = app.roots[0]
+        listing = type(backend).queue_names
+
+        def down(self: Any) -> Any:
+            raise RootError(f"cannot read root {root}: Input/output error")
+
+        monkeypatch.setattr(type(backend), "queue_names", down)
+        screen.rescan()
+        await settle(pilot)
+        text = " ".join(screen_text(app).split())
+        assert sorted(s.name for _i, s in screen.scans.values()) == ["alpha", "bravo"]  # was: none
+        assert "Input/output error; its queues show the counts last read" in text, text
+        monkeypatch.setattr(type(backend), "queue_names", listing)
+        manager.get_queue("alpha").publish(b"more")
+        screen.rescan()
+        await settle(pilot)
+        assert {s.name: s.counts["ready"] for _i, s in screen.scans.values()} == {"alpha": 2, "bravo": 1}
+        assert "counts last read" not in screen_text(app)
