@@ -360,6 +360,16 @@ class RsmqBackend(Backend):
             return func(*args, **kwargs)
         except rx.RedisError as err:
             raise self._failed(err) from None
+        except BaseException:
+            # stopped with replies still on their way (ctrl+c while a round of scripts runs): the
+            # connection went back to the pool with them unread, and redis-py's check for unread
+            # data cannot see a reply not yet sent; the next command (a purge's FINISH) read a
+            # REMOVE's "ok" as its own answer. Dropped: the next command connects afresh
+            try:
+                self._client.connection_pool.disconnect()
+            except Exception:  # noqa: BLE001 (what stopped the call is what the caller must see)
+                pass
+            raise
 
     def _failed(self, err: Exception) -> RootError:
         return RootError(self.spec.scrub(f"{self.target}: {describe_error(err)}"))
