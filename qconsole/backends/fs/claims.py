@@ -361,8 +361,7 @@ class RecoverLock:
             except (OSError, QConsoleError):
                 return  # not writable: without it
             try:
-                start = _proc_start(os.getpid()) or "-"
-                safety.write_all(fd, f"{HOST} {os.getpid()} {time.time():.0f} recover {start}\n".encode())
+                safety.write_all(fd, lock_line("recover"))
             except BaseException:
                 os.close(fd)
                 self.c.unlink(self.path)
@@ -418,6 +417,26 @@ def _proc_start(pid: int) -> str | None:
         return None
 
 
+def lock_line(what: str) -> bytes:
+    """What a lock file of this process holds (recover's, a trash batch's): ``<host> <pid>
+    <time> <what> <start>``, the start time naming the process for good (a pid is reused)."""
+    return f"{HOST} {os.getpid()} {time.time():.0f} {what} {_proc_start(os.getpid()) or '-'}\n".encode()
+
+
+def holder_here_alive(words: list[str]) -> bool | None:
+    """For a lock's words (:func:`lock_line`) naming a pid of this host: whether that very process
+    still runs. The pid of a killed holder is soon another process's, and a planted lock can name
+    any running pid: only the process with the written start time holds it (review D). None when
+    the lock names no pid of this host (another host's, or no lock qconsole wrote)."""
+    if not (len(words) >= 2 and words[0] == HOST and words[1].isdigit() and len(words[1]) <= 10):
+        return None
+    pid = int(words[1])
+    if not pid_alive(pid):
+        return False
+    start = _proc_start(pid)
+    return start is None or (len(words) >= 5 and words[4] == start)
+
+
 def _lock_holder(c: safety.Confined, path: str, st: os.stat_result | None) -> str | None:
     """Who holds the recover lock, as a few safe words; None when it may be broken: gone,
     not a regular file, unchanged for FOREIGN_HOST_GRACE either way of the clock (the
@@ -428,16 +447,9 @@ def _lock_holder(c: safety.Confined, path: str, st: os.stat_result | None) -> st
         text = c.read(path, max_size=4096).decode("ascii", "replace").split()
     except (OSError, QConsoleError):
         text = []
-    if len(text) >= 2 and text[0] == HOST and text[1].isdigit() and len(text[1]) <= 10:
-        pid = int(text[1])
-        if not pid_alive(pid):
-            return None
-        # the pid of a killed recover is soon another process's, and a planted lock can name any
-        # running pid: only the very process that wrote it (same start time) holds it (review D)
-        start = _proc_start(pid)
-        if start is not None and (len(text) < 5 or text[4] != start):
-            return None
-        return f"pid {pid} on this host"
+    here = holder_here_alive(text)
+    if here is not None:
+        return f"pid {text[1]} on this host" if here else None
     if text and _HOST_RE.fullmatch(text[0]):
         return f"on host {text[0]}"
     return "its lock is fresh"  # being written, or of an unknown writer: alive while fresh

@@ -36,7 +36,7 @@ from ...errors import OperationError, QConsoleError
 from ...model import STATE_DIR
 from ..results import TrashBatch
 from . import safety
-from .claims import CFG, HOST, FOREIGN_HOST_GRACE, _proc_start, new_token, owned_name, pid_alive
+from .claims import CFG, HOST, FOREIGN_HOST_GRACE, holder_here_alive, lock_line, new_token, owned_name, pid_alive
 
 MANIFEST = "manifest.json"
 FILES = "files"
@@ -251,8 +251,7 @@ def _lock(c: safety.Confined, batch: str, what: str) -> str:
                                      f"removed ({err.strerror}); remove it by hand") from None
             continue
         try:
-            start = _proc_start(os.getpid()) or "-"
-            safety.write_all(fd, f"{HOST} {os.getpid()} {time.time():.0f} {what} {start}\n".encode())
+            safety.write_all(fd, lock_line(what))
         finally:
             os.close(fd)
         return path
@@ -269,14 +268,9 @@ def _lock_alive(c: safety.Confined, path: str) -> bool:
         text = c.read(path, max_size=4096).decode("ascii", "replace").split()
     except (OSError, QConsoleError):
         return True
-    if len(text) >= 2 and text[0] == HOST and text[1].isdigit() and len(text[1]) <= 10:
-        pid = int(text[1])
-        if not pid_alive(pid):
-            return False
-        # a killed restore's pid is soon another process's, and a planted lock can name any
-        # running pid: only the very process that wrote it (same start time) holds it, as recover's
-        start = _proc_start(pid)
-        return start is None or (len(text) >= 5 and text[4] == start)
+    here = holder_here_alive(text)
+    if here is not None:
+        return here
     return _fresh(st, time.time())  # another host's: alive while fresh
 
 
