@@ -208,7 +208,7 @@ class PeekScreen(Screen["str | None"]):
             return  # the operator moved on meanwhile
         now = services(self).clock()
         if event.payload is None:
-            self._small_pane()
+            self._use_lines(False)
             self.query_one("#body", Static).update(safe_text(event.error or "unreadable", style="red"))
             meta = Table.grid(padding=(0, 1))
             meta.add_column(style="bold")
@@ -228,12 +228,7 @@ class PeekScreen(Screen["str | None"]):
             return
         body, lines = self.query_one("#peek-body", VerticalScroll), self.query_one("#peek-lines", Log)
         large = len(payload.body) > LINES_AFTER
-        if large != (not lines.has_class("hidden")):
-            focused = self.focused in (body, lines)
-            body.set_class(large, "hidden")
-            lines.set_class(not large, "hidden")
-            if focused:  # the keys that scroll go to the pane shown
-                self.set_focus(lines if large else body)
+        self._use_lines(large)
         if large:
             # the pane's width (the list's own is not laid out yet when it is first shown), less
             # the scrollbar the lines will need
@@ -262,19 +257,22 @@ class PeekScreen(Screen["str | None"]):
         self.cap = DEFAULT_CAP
         self.payload = None
         self.query_one("#body", Static).update(Text("reading…", style="dim"))
-        self._small_pane()
+        self._use_lines(False)
         self.load()
 
-    def _small_pane(self) -> None:
-        """The Static pane again (a large payload's lines hidden), e.g. while the next one is read."""
+    def _use_lines(self, large: bool) -> None:
+        """Show the list of lines (a large payload) or the Static pane; the keys that scroll go
+        to the pane shown. The lines hidden are dropped."""
         body, lines = self.query_one("#peek-body", VerticalScroll), self.query_one("#peek-lines", Log)
-        if not lines.has_class("hidden"):
-            focused = self.focused is lines
-            lines.add_class("hidden")
+        if large == (not lines.has_class("hidden")):
+            return
+        focused = self.focused in (body, lines)
+        body.set_class(large, "hidden")
+        lines.set_class(not large, "hidden")
+        if not large:
             lines.clear()
-            body.remove_class("hidden")
-            if focused:
-                self.set_focus(body)
+        if focused:
+            self.set_focus(lines if large else body)
 
     def on_resize(self) -> None:
         self.query_one("#peek").set_class(self.size.width < NARROW, "narrow")
