@@ -130,6 +130,15 @@ class RootScreen(Screen[None]):
         # taken): the table's own enter posted RowSelected, and a key typed right after it (end,
         # j) moved the cursor first, so the queue under it was opened instead
         Binding("enter", "open_queue", "Open", id="root.open", priority=True, show=False),
+        # the moves are priority keys too, so they run in the order typed with enter (and p, s):
+        # a key the table handles itself waits in the table's own queue, and "j enter" in one
+        # burst opened the queue the cursor was leaving
+        Binding("down,j", "move('cursor_down')", "", priority=True, show=False),
+        Binding("up,k", "move('cursor_up')", "", priority=True, show=False),
+        Binding("pagedown", "move('page_down')", "", priority=True, show=False),
+        Binding("pageup", "move('page_up')", "", priority=True, show=False),
+        Binding("home", "move('first')", "", priority=True, show=False),
+        Binding("end", "move('last')", "", priority=True, show=False),
         Binding("slash", "filter", "Filter", id="root.filter", priority=True),
         Binding("o", "sort", "Sort", id="root.sort"),
         # priority (run as the key arrives, the form mounted and focused before the next key is
@@ -204,8 +213,8 @@ class RootScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.MUTATING and self.qapp.read_only:
             return False
-        if action in ("filter", "publish", "settings", "open_queue") and self.focused is self.query_one("#filter", Input):
-            # /, p, s and enter are priority keys: typed in the box they are text (or submit it;
+        if action in ("filter", "publish", "settings", "open_queue", "move") and self.focused is self.query_one("#filter", Input):
+            # /, p, s, enter and the moves are priority keys: typed in the box they are text (or submit it;
             # the screen's focus is set at once; has_focus follows only when the box has handled
             # its Focus event)
             return False
@@ -528,6 +537,13 @@ class RootScreen(Screen[None]):
             return None
         i, scan = self.scans[key]
         return self.qapp.roots[i], scan.name
+
+    def action_move(self, how: str) -> None:
+        """Move the table's cursor now, as the key arrives (see the bindings)."""
+        table = self.query_one(QueueTable)
+        if self.focused is not table:
+            self.set_focus(table)
+        getattr(table, f"action_{how}")()
 
     async def action_open_queue(self, key: str | None = None) -> None:
         key = key if key is not None else self.cursor_key()

@@ -1,0 +1,46 @@
+"""Bug hunt B: an operator's first minutes with the real console in tmux (80x24, 120x40, 60x20)
+on the demo, a mixed session (file roots and redis://) and roots made by hand. One Pilot test per
+finding, written to fail before its fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("textual")
+
+from tui_helpers import make_app, open_queue, screen_text, settle  # noqa: E402
+
+
+def said(app: Any) -> str:
+    return "\n".join(e.text for e in app.log_entries)
+
+
+def burst(app: Any, *keys: str) -> None:
+    """Keys as a fast typist (or tmux send-keys) sends them: all queued before the first is handled."""
+    from textual import events
+
+    for key in keys:
+        app.post_message(events.Key(key, key if len(key) == 1 else None))
+
+
+# -- 1. a move key then enter in one burst opened the queue the cursor had left -------------------
+
+@pytest.mark.parametrize("keys", [("j", "enter"), ("down", "enter"), ("end", "enter"), ("j", "j", "k", "enter")])
+async def test_a_move_then_enter_in_one_burst_opens_the_queue_moved_to(vsqs_root: tuple[str, Any],
+                                                                       keys: tuple[str, ...]) -> None:
+    from qconsole.screens.queue_screen import QueueScreen
+
+    root, manager = vsqs_root
+    for name in ("alpha", "bravo", "charlie"):
+        manager.get_queue(name).publish(name.encode())
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.screen.cursor_key().endswith(":alpha")
+        burst(app, *keys)
+        await settle(pilot)
+        assert isinstance(app.screen, QueueScreen)
+        want = "charlie" if "end" in keys else "bravo"
+        assert app.screen.queue == want, app.screen.queue  # was alpha: the row the cursor had left
