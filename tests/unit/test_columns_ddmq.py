@@ -16,6 +16,7 @@ import pytest
 from peers import ddmq_broker
 from qconsole.backends import open_target
 from qconsole.backends.ddmq import columns as dcols
+from qconsole.backends.ddmq import layout as ddmq_layout
 from qconsole.backends.fs import root as fs_root
 from qconsole.columns import MessageColumns, NameTails
 
@@ -142,7 +143,7 @@ def test_random_queues_read_as_the_collected_scan(tmp_path: Any, small_chunks: N
 
 
 def waiting(q: str) -> list[str]:
-    return sorted(n for n in os.listdir(q) if dcols._WAITING_RE.fullmatch(n) and os.path.isfile(os.path.join(q, n))
+    return sorted(n for n in os.listdir(q) if ddmq_layout._WAITING_RE.fullmatch(n) and os.path.isfile(os.path.join(q, n))
                   and not os.path.islink(os.path.join(q, n)))
 
 
@@ -153,7 +154,7 @@ def mutate(q: str, rng: random.Random) -> None:
         os.rename(os.path.join(q, n), os.path.join(q, "work", f"{int(NOW + 600)}.{n}"))
     for _ in range(rng.randrange(0, 6)):  # published
         touch(os.path.join(q, f"999.{qn(time.time())}.ddmq{uid()}"))
-    work = [n for n in os.listdir(os.path.join(q, "work")) if dcols._WORK_RE.fullmatch(n)]
+    work = [n for n in os.listdir(os.path.join(q, "work")) if ddmq_layout._WORK_RE.fullmatch(n)]
     for n in rng.sample(work, min(len(work), rng.randrange(0, 3))):  # acked, or requeued by clean()
         path = os.path.join(q, "work", n)
         if os.path.islink(path) or not os.path.isfile(path):

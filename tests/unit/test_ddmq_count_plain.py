@@ -167,6 +167,31 @@ def test_a_small_root_is_counted_without_importing_re(tmp_path):
     assert out.stdout.strip() == "False"
 
 
+def test_ls_of_a_small_queue_lists_it_without_importing_re(tmp_path):
+    """``ls`` starts as quickly as ``stats`` (issue 13): a small ddmq queue's listing is parsed
+    name by name, and what it shows is what the patterns would have taken."""
+    import json
+    import subprocess
+    import sys
+
+    open(tmp_path / "ddmq.yaml", "w").close()
+    _make_queue(str(tmp_path / "q"), [("9", "17000000001234", "aa"), ("10", "17000000001235", "bb")],
+                [("1700000100", "9", "17000000000002", "dd")], "glob-foreign")
+    code = ("import sys, io; from qconsole.output.ls_view import write_ls\n"
+            "out, sys.stdout = sys.stdout, io.StringIO()\n"
+            "write_ls(sys.argv[1], 'auto', 'q', state=None, limit=None, as_json=True)\n"
+            "doc, sys.stdout = sys.stdout.getvalue(), out\n"
+            "print('re' in sys.modules); print(doc)")
+    out = subprocess.run([sys.executable, "-S", "-c", code, str(tmp_path)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    imported, doc = out.stdout.split("\n", 1)
+    assert imported == "False"
+    rows = json.loads(doc)["messages"]
+    assert [(m["id"], m["state"]) for m in rows] == [("bb", "ready"), ("aa", "ready"), ("dd", "expired")]
+    assert any("x.1.ddmqab" in e for e in json.loads(doc)["errors"])
+
+
 def test_a_root_of_many_queues_is_parsed_by_the_patterns_compiled_before_any_fork(tmp_path):
     """The pooled scan hands out chunks of a few queues: the choice is the root's (prepare_count),
     made once before the scanners fork, not each chunk's."""

@@ -50,6 +50,19 @@ def test_bulk_parse_equals_per_name_parse(names):
         assert sorted(rest) == sorted(want_rest)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(waiting_name, work_name, junk), max_size=25), st.data())
+def test_small_parse_equals_per_name_parse(names, data):
+    """The name-by-name parse of a short listing (``ls`` of a small queue: no re import) takes
+    exactly what the patterns take whole, and leaves out the names that are no regular file."""
+    irregular = frozenset(data.draw(st.lists(st.sampled_from(names), max_size=3))) if names else frozenset()
+    for parse, pattern in ((ddmq.parse_waiting, ddmq._WAITING_RE), (ddmq.parse_work, ddmq._WORK_RE)):
+        groups, rest = ddmq.small_parse(parse, names, irregular)
+        want_groups, want_rest = _per_name(pattern, [n for n in names if n not in irregular])
+        assert groups == want_groups
+        assert sorted(rest) == sorted(want_rest + [n for n in names if n in irregular])
+
+
 vsqs_name = st.one_of(
     digits.map(lambda d: "17" + d),
     st.builds(lambda i, d: f"17{i}.{d}", digits, digits),

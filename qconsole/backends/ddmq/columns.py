@@ -25,8 +25,8 @@ from ..fs import sorted_names as sn
 from ..fs.listing import ErrorList, gc_paused, listing, listing_chunks, os_error_line
 from . import layout
 from .layout import (
-    _QUEUE_FILES, _STRING, _WAITING_NOTE, _WAITING_RE, _WORK_LINES, _WORK_NOTE, _WORK_RE, WORK, _bulk_parse,
-    _held_figures, _leftovers, _merge_errors, _oldest_qn, is_expired, parse_waiting, parse_work,
+    _QUEUE_FILES, _STRING, _WAITING_NOTE, _WORK_NOTE, SPLIT_NAMES, WORK, _bulk_parse, _held_figures, _leftovers,
+    _merge_errors, _oldest_qn, _patterns, is_expired, parse_waiting, parse_work, small_parse,
 )
 
 TYPE_CHECKING = False
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 MARKER = ".ddmq"
 _UID = methodcaller("group", 3)
 _HAS_MARKER = methodcaller("__contains__", MARKER)
-_FOURTH = itemgetter(3)
+_THIRD, _FOURTH = itemgetter(2), itemgetter(3)
 #: after a full listing, this many of the last ready names are compared by set at the next relisting
 RECENT = 4096
 
@@ -71,19 +71,29 @@ class _Acc(sn.NotFiles):
 
     def take(self, names: list[str], irregular: frozenset[str] | set[str]) -> list[str]:
         """Sort one chunk's names out (as ``scan_queue`` does); returns its ready names (unsorted)."""
-        matches = list(filter(None, map(_WAITING_RE.fullmatch, names)))
-        if irregular and any(map(_WAITING_RE.fullmatch, irregular)):  # ("work" is irregular, never a match)
-            matches = [m for m in matches if m.string not in irregular]
-        if len(matches) != len(names):
-            matched = set(map(_STRING, matches))
-            rest = [n for n in names if n not in matched]
+        if len(names) <= SPLIT_NAMES:  # a small queue: no pattern compiled (no re import for `ls`)
+            groups, rest = small_parse(parse_waiting, names, irregular)
+            ready = [n for n in names if n not in rest] if rest else names
+            uids: list[str] = list(map(_THIRD, groups))
+        else:
+            waiting_re = _patterns()[0]
+            matches = list(filter(None, map(waiting_re.fullmatch, names)))
+            if irregular and any(map(waiting_re.fullmatch, irregular)):  # ("work" is irregular, never a match)
+                matches = [m for m in matches if m.string not in irregular]
+            ready = list(map(_STRING, matches))
+            rest = []
+            if len(matches) != len(names):
+                matched = set(ready)
+                rest = [n for n in names if n not in matched]
+            uids = list(map(_UID, matches)) if self.id_hashes is not None else []
+        if rest:
             temp, foreign = _leftovers(rest, irregular, parse_waiting, "", _WAITING_NOTE, self.errors,
                                        skip=_QUEUE_FILES)
             self.temp += temp
             self.foreign += foreign
         if self.id_hashes is not None:
-            self.id_hashes.extend(map(hash, map(_UID, matches)))
-        return list(map(_STRING, matches))
+            self.id_hashes.extend(map(hash, uids))
+        return ready
 
 
 class _Work:
@@ -100,7 +110,11 @@ class _Work:
         except OSError as err:
             self.error = os_error_line(err, f"{name}/{WORK}")
             return
-        groups, rest = _bulk_parse(_WORK_RE, _WORK_LINES, names, irregular)
+        if len(names) <= SPLIT_NAMES:  # (no pattern compiled for a few names: see _Acc.take)
+            groups, rest = small_parse(parse_work, names, irregular)
+        else:
+            work_re, work_lines = _patterns()[1::2]
+            groups, rest = _bulk_parse(work_re, work_lines, names, irregular)
         if len(set(map(_FOURTH, groups))) != len(groups):  # one id twice in work/: keep one, as a dict would
             groups = list({g[3]: g for g in groups}.values())
         self.groups = groups

@@ -72,6 +72,28 @@ def parse_work(name: str) -> tuple[str, str, str, str] | None:
     return dl, prio, qn, uid
 
 
+#: a listing of up to this many names is matched name by name (:func:`small_parse`), not by
+#: the patterns: ``ls`` of a small queue then starts without importing re (~4 ms, a sixth of it)
+SPLIT_NAMES = 64
+
+
+def small_parse(parse: Callable[[str], tuple[str, ...] | None], names: list[str],
+                irregular: frozenset[str] | set[str]) -> tuple[list[tuple[str, ...]], list[str]]:
+    """What :func:`_bulk_parse` gives for a short listing (no ``known``), by :func:`parse_waiting`
+    or :func:`parse_work` per name: the groups of the names it takes that are regular files, in
+    listing order, and the other names. (These parsers take exactly what the patterns take
+    whole: a property test compares them.)"""
+    groups: list[tuple[str, ...]] = []
+    rest: list[str] = []
+    for name in names:
+        found = parse(name)
+        if found is None or name in irregular:
+            rest.append(name)
+        else:
+            groups.append(found)
+    return groups, rest
+
+
 #: a waiting message's file name from its (priority, queue number, id)
 _WAITING_NAME = "%s.%s.ddmq%s"
 
