@@ -66,7 +66,7 @@ def payload_lines(payload: Payload, width: int) -> list[str]:
     if payload.truncated:
         more = "  (a: more, s: save it)" if len(payload.body) < WHOLE_CAP else "  (s: save the whole payload)"
         head.append(f"showing {humanize.size(len(payload.body))} of {humanize.size(payload.size)}{more}")
-    body = hexdump(payload.body, 16 if width >= 77 else 8) if payload.kind == BINARY else payload.pretty()
+    body = hexdump(payload.body, hex_row(width)) if payload.kind == BINARY else payload.pretty()
     width = max(8, width)
     # what the console says, wrapped by words; the payload, by cells
     out: list[str] = [part for line in head for part in textwrap.wrap(escape_controls(line, keep_newlines=False),
@@ -82,10 +82,21 @@ def payload_lines(payload: Payload, width: int) -> list[str]:
     return out
 
 
+def hex_row(width: int) -> int:
+    """Bytes a hex dump row shows in ``width`` columns: a row of n bytes is 4n + 11 columns (75
+    for 16, 43 for 8, 27 for 4). At 80x24 the pane beside the metadata is ~34 columns, and 8
+    bytes a row wrapped every row in two (its ASCII column on a row of its own, read as bytes).
+    Two columns are kept for the scrollbar a long dump brings once it is drawn."""
+    for n in (16, 8):
+        if 4 * n + 11 + 2 <= width:
+            return n
+    return 4
+
+
 def payload_renderable(payload: Payload, width: int = 80) -> RenderableType:
     """Pretty JSON (highlighted), text, or a hex dump; controls visible, markup inert.
 
-    A hex dump shows 8 bytes a row when 16 (77 columns) would wrap in ``width``.
+    A hex dump shows as many bytes a row as fit in ``width`` (16, 8 or 4: :func:`hex_row`).
     """
     parts: list[RenderableType] = []
     if payload.error:
@@ -94,7 +105,7 @@ def payload_renderable(payload: Payload, width: int = 80) -> RenderableType:
         more = "  (a: more, s: save it)" if len(payload.body) < WHOLE_CAP else "  (s: save the whole payload)"
         parts.append(_line(Text(f"showing {humanize.size(len(payload.body))} of {humanize.size(payload.size)}"
                                 + more, style="bold yellow")))
-    body = hexdump(payload.body, 16 if width >= 77 else 8) if payload.kind == BINARY else payload.pretty()
+    body = hexdump(payload.body, hex_row(width)) if payload.kind == BINARY else payload.pretty()
     if payload.kind == JSON and len(body) <= HIGHLIGHT_CAP:
         parts.append(Syntax(escape_controls(body), "json", theme="ansi_dark", word_wrap=True,
                             background_color="default"))

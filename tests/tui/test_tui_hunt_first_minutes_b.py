@@ -44,3 +44,32 @@ async def test_a_move_then_enter_in_one_burst_opens_the_queue_moved_to(vsqs_root
         assert isinstance(app.screen, QueueScreen)
         want = "charlie" if "end" in keys else "bravo"
         assert app.screen.queue == want, app.screen.queue  # was alpha: the row the cursor had left
+
+
+# -- 2. a binary payload's hex dump wrapped every row in two at 80 columns ------------------------
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (60, 20)])
+async def test_a_hex_dump_fits_the_payload_pane(vsqs_root: tuple[str, Any], size: tuple[int, int]) -> None:
+    """At 80x24 the payload pane is ~34 columns and the dump's narrow form (8 bytes, 43 columns)
+    wrapped: each row's last byte and its ASCII column went to a row of their own
+    ("0a  Yb.5^V3."), read as another row of bytes."""
+    import re
+
+    from qconsole.screens.peek_screen import PeekScreen
+
+    root, manager = vsqs_root
+    manager.get_queue("jobs").publish(bytes(range(256)) * 2)
+    app = make_app([root])
+    async with app.run_test(size=size) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("v")
+        await settle(pilot)
+        assert isinstance(app.screen, PeekScreen)
+        body = app.screen.query_one("#peek-body")
+        region = body.content_region
+        rows = screen_text(app).splitlines()[region.y:region.y + region.height]
+        shown = [r[region.x:region.x + region.width].rstrip() for r in rows]
+        shown = [r for r in shown if r]
+        assert shown and shown[0].startswith("00000000  00 01 02 03"), "\n".join(rows)
+        bad = [r for r in shown if not re.match(r"^[0-9a-f]{8}  [0-9a-f]{2}( [0-9a-f]{2})*  .+$", r)]
+        assert not bad, "\n".join(rows)  # was: half of the rows '0a  Yb.5^V3.' (a row cut in two)
