@@ -340,13 +340,16 @@ class MessageList(ScrollView, can_focus=True):
 
     # -- movement -----------------------------------------------------------------------
     def watch_cursor(self, old: int, value: int) -> None:
+        # force: a list that has just grown past the screen (a search's view of one match closed,
+        # the cursor back on it) has no scrollbar until the next layout, and an unforced scroll
+        # is refused without one: the cursor's row stayed off screen
         height = max(1, self.scrollable_content_region.height)
         top = round(self.scroll_offset.y)
         if value < top:
-            self.scroll_to(y=value, animate=False, immediate=True)
+            self.scroll_to(y=value, animate=False, immediate=True, force=True)
             self.refresh()
         elif value >= top + height:
-            self.scroll_to(y=value - height + 1, animate=False, immediate=True)
+            self.scroll_to(y=value - height + 1, animate=False, immediate=True, force=True)
             self.refresh()
         elif old != value:
             # only the two rows whose cursor style changed are drawn again

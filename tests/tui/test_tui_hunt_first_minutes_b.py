@@ -73,3 +73,30 @@ async def test_a_hex_dump_fits_the_payload_pane(vsqs_root: tuple[str, Any], size
         assert shown and shown[0].startswith("00000000  00 01 02 03"), "\n".join(rows)
         bad = [r for r in shown if not re.match(r"^[0-9a-f]{8}  [0-9a-f]{2}( [0-9a-f]{2})*  .+$", r)]
         assert not bad, "\n".join(rows)  # was: half of the rows '0a  Yb.5^V3.' (a row cut in two)
+
+
+# -- 4. leaving a search put the cursor back on its match, off screen ----------------------------
+
+async def test_leaving_a_search_shows_the_row_the_cursor_is_on(vsqs_root: tuple[str, Any]) -> None:
+    """/ found the 60th message; esc left the view with the cursor on it ("60/60"), but the list
+    stayed scrolled at its top (rows 1-19): the list of one match had no scrollbar, so the
+    scroll to the cursor's row was refused. d then asked about a row nowhere on screen."""
+    from qconsole.screens.message_list import MessageList
+
+    root, manager = vsqs_root
+    q = manager.get_queue("jobs")
+    for i in range(60):
+        q.publish(f"payload {i}".encode())
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "jobs")
+        await pilot.press("slash", *"payload 59", "enter")
+        await settle(pilot)
+        assert "1 found" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        lst = screen.query_one(MessageList)
+        assert screen.view is None and lst.cursor == 59
+        rows = screen_text(app).splitlines()
+        assert "60/60" in rows[-2]
+        assert any(" 60 ready" in r and "payload 59" in r for r in rows), "\n".join(rows)  # was rows 1-19
