@@ -151,7 +151,15 @@ class Claim:
 
     def acquire(self) -> bool:
         """Take the message; False when it is gone (consumed, acked or moved meanwhile)."""
-        return self.c.rename(self.src, self.path)
+        try:
+            return self.c.rename(self.src, self.path)
+        except BaseException:
+            # a ctrl+c during the rename syscall raises as it returns: the message is claimed
+            # but no caller holds the claim to put it back, so it stayed hidden from consumers
+            # until someone ran recover (nothing said so). Put it back before stopping.
+            if self.c.lexists(self.path) and not self.c.lexists(self.src):
+                self.restore()
+            raise
 
     def read(self, max_size: int | None = None) -> bytes:
         """The claimed file's bytes: a regular file only (a FIFO or link is refused, not opened);
