@@ -40,7 +40,7 @@ def vsqs_queue(root: str, name: str, ready: int, held: int = 0, now: float = FIX
 
 @pytest.mark.parametrize("queue,state,expect", [
     ("orders", "inflight", "order held"),  # plain text
-    ("ingest", "ready", "00000020  e0 e7 ee f5 fc"),  # the last row of a hex dump
+    ("ingest", "ready", "00000024  fc"),  # the last row of a hex dump (4 bytes a row in the pane at 80x24)
 ])
 async def test_peek_shows_plain_text_and_hex_payloads(roots: tuple[str, str], queue: str, state: str,
                                                       expect: str) -> None:
