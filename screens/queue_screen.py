@@ -107,9 +107,12 @@ class QueueScreen(Screen[None]):
 
     class Loaded(TMessage):
         def __init__(self, listing: MessageColumns | None, error: str | None, resume_gc: bool = False,
-                     cpu_s: float = 0.0, unchanged: bool = False, scanned_at: float | None = None) -> None:
+                     cpu_s: float = 0.0, unchanged: bool = False, scanned_at: float | None = None,
+                     gone: bool = False) -> None:
             super().__init__()
             self.listing = listing
+            #: the store says there is no such queue (deleted meanwhile)
+            self.gone = gone
             #: when this pass looked (an unchanged listing keeps its own, older, scan time)
             self.scanned_at = scanned_at
             self.error = error
@@ -152,6 +155,8 @@ class QueueScreen(Screen[None]):
         #: the root screen's last counts, shown until the full listing arrives
         self.counts = counts
         self.error: str | None = None
+        #: the last listing found no such queue (someone deleted it): not an empty queue
+        self.gone = False
         self._timer = None
         #: every message of the last listing, as columns (the list may show a filtered view of them)
         self.all_messages: MessageColumns = MessageColumns.empty(queue)
@@ -291,7 +296,7 @@ class QueueScreen(Screen[None]):
             self.post_message(self.Loaded(cols, None, resume_gc, time.thread_time() - cpu,
                                           unchanged=cols is previous, scanned_at=now))
         except UnknownQueueError as err:  # the queue was deleted: its rows and counts go too
-            self.post_message(self.Loaded(MessageColumns.empty(self.queue), str(err), resume_gc))
+            self.post_message(self.Loaded(MessageColumns.empty(self.queue), str(err), resume_gc, gone=True))
         except QConsoleError as err:
             self.post_message(self.Loaded(None, str(err), resume_gc))
         except OSError as err:
@@ -303,6 +308,8 @@ class QueueScreen(Screen[None]):
 
     def on_queue_screen_loaded(self, event: Loaded) -> None:
         self.error = event.error
+        if event.gone or event.listing is not None:
+            self.gone = event.gone
         lst = self.query_one(MessageList)
         cols = event.listing
         if cols is not None and not event.unchanged:
@@ -392,7 +399,9 @@ class QueueScreen(Screen[None]):
         def counts(short: bool) -> Text:
             t = Text()  # the counts after the queue's name
             infl, exp = ("infl", "exp") if short else ("in-flight", "expired")
-            if unreadable(shown):  # not "0": the root screen says `?` for it too
+            if self.gone:  # deleted meanwhile: no counts, not "ready 0" (an empty queue)
+                t.append(f"{SEP}gone (deleted)", "bold red")
+            elif unreadable(shown):  # not "0": the root screen says `?` for it too
                 t.append(f"{SEP}ready ?{SEP}{infl} ?{SEP}{exp} ?", "red")
             elif c is not None:
                 expired = c.get(EXPIRED, 0)
@@ -794,6 +803,9 @@ class QueueScreen(Screen[None]):
         if self.qapp.refuse_if_read_only("purge"):
             return
         q = self.queue
+        if self.gone:  # it asked to purge "all 0 message(s)", then failed
+            self.qapp.say(f"{safe_name(q)} no longer exists (deleted meanwhile): nothing to purge", "warning")
+            return
         shown = self.counts_shown()
         c = shown.counts if shown is not None else {}
         n = sum(c.get(state, 0) for state in PURGEABLE)  # what a purge takes (delayed ones too)

@@ -4,6 +4,7 @@ finding, written to fail before its fix."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -100,3 +101,35 @@ async def test_leaving_a_search_shows_the_row_the_cursor_is_on(vsqs_root: tuple[
         rows = screen_text(app).splitlines()
         assert "60/60" in rows[-2]
         assert any(" 60 ready" in r and "payload 59" in r for r in rows), "\n".join(rows)  # was rows 1-19
+
+
+# -- 5. a queue deleted by someone else while open read as an empty queue -------------------------
+
+async def test_a_queue_deleted_while_open_is_not_shown_as_empty(vsqs_root: tuple[str, Any]) -> None:
+    """Another operator removed the queue: the title said "ready 0 · in-flight 0 · expired 0" and
+    P asked "Purge all 0 message(s) of zeta?" (then failed). The title says it is gone, with no
+    counts, and P says so instead of asking."""
+    import shutil
+
+    from qconsole.screens.dialogs import TypedConfirmScreen
+    from qconsole.screens.queue_screen import QueueScreen
+
+    root, manager = vsqs_root
+    q = manager.get_queue("zeta")
+    for i in range(3):
+        q.publish(f"m{i}".encode())
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "zeta")
+        assert "ready 3" in screen_text(app).splitlines()[1]
+        shutil.rmtree(os.path.join(root, "zeta"))
+        screen.rescan()
+        await settle(pilot)
+        title = screen_text(app).splitlines()[1]
+        assert "ready 0" not in title and "gone" in title, title  # was "ready 0 · in-flight 0 · expired 0"
+        assert "no queue 'zeta'" in screen_text(app)
+        await pilot.press("P")
+        await settle(pilot)
+        assert isinstance(app.screen, QueueScreen) and not isinstance(app.screen, TypedConfirmScreen)
+        assert "Purge all 0" not in screen_text(app)
+        assert "no longer exists" in said(app), said(app)
