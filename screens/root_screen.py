@@ -395,11 +395,16 @@ class RootScreen(Screen[None]):
                 table.clear(columns=True)
                 self._add_columns(table)
                 present = []
-            for key in present:
-                if key not in wanted_set:
-                    table.remove_row(key)
-                    self.shown.pop(key, None)
-                    self.values.pop(key, None)
+            gone = [key for key in present if key not in wanted_set]
+            if len(gone) > REMOVE_ONE_BY_ONE:
+                # a filter hiding many rows: Textual's remove_row renumbers every row left (and
+                # redraws the cursor through them), n² over 2,000 queues (1.2 s for one key typed)
+                table.clear()
+                gone = []
+            for key in gone:
+                table.remove_row(key)
+                self.shown.pop(key, None)
+                self.values.pop(key, None)
             present_set = {str(k.value) for k in table.rows}
             new = [k for k in wanted if k not in present_set]
             for key in present_set & wanted_set:
@@ -417,10 +422,12 @@ class RootScreen(Screen[None]):
             for key in new:
                 self._add_row(table, key)
             if [str(r.key.value) for r in table.ordered_rows] != wanted:
-                # a new queue or another order: rebuild in order (rare), the cursor back on its queue
-                table.clear()
-                for key in wanted:
-                    self._add_row(table, key)
+                # a new queue or another order (o): the rows put in order where they are (clearing
+                # the table and adding them again measured every cell: o took 0.9 s over 2,000
+                # queues). Table.sort hands its key the cells: a row's queue cell, the object this
+                # screen put there, tells which row it is
+                rank = {id(table.get_cell(key, "queue")): n for n, key in enumerate(wanted)}
+                table.sort("queue", key=lambda cell: rank[id(cell)])
             # the cursor stays on its queue, also when rows above it went (a filter, a queue
             # deleted): a row index alone would now point at another queue
             if cursor_key is not None and cursor_key in wanted_set and self.cursor_key() != cursor_key:
@@ -617,6 +624,9 @@ class RootScreen(Screen[None]):
             event.input.add_class("hidden")
         self.set_focus(self.query_one(DataTable))
 
+
+#: rows a pass (or the filter) removes one by one; more, and the table is cleared and filled again
+REMOVE_ONE_BY_ONE = 16
 
 #: root-level errors shown on lines of their own (the first of each root); then "and N more"
 ROOT_ERRORS_SHOWN = 2
