@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .. import change_commands as changes
-from ..errors import ExitCode
+from ..errors import ExitCode, QConsoleError
 from ..output.jsontext import finite
 from ..safetext import escape_controls, safe_name
 from ..backends import open_target
@@ -333,7 +333,11 @@ def trash_list(
                                     indent=2) + "\n")
         return
     if not batches:
-        _say("the trash is empty")
+        try:  # its line names batches a killed purge left hidden, and what makes them restorable
+            ops.root.trash_batch_queue(None)
+            _say("the trash is empty")
+        except QConsoleError as err:
+            _say(str(err))
         return
     for b in batches:
         _say(f"{b.batch}  {clock(b.created_at)}  {b.action:<6} {safe_name(b.queue or '-'):<20} {b.count:>7} msg  {b.user}")

@@ -496,12 +496,29 @@ def require_batch(root: str, batch: str | None) -> str:
     with safety.Confined(root) as c:
         names = batch_names(c)
         if not names:
-            raise OperationError("the trash is empty")
+            raise OperationError("the trash is empty" + fills_note(root))
         if batch is None:
             return max(names, key=lambda b: (created_at(b, read_manifest(c, b)), b))
     if not isinstance(batch, str) or not BATCH_RE.fullmatch(batch) or batch not in names:
         raise OperationError(f"no trash batch {batch!r} (see qconsole trash list)")
     return batch
+
+
+def fills_note(root: str) -> str:
+    """What the trash holds under hidden fill names, for a line that would say it is empty: a
+    purge killed (kill -9) half-way leaves its messages there, and "the trash is empty" alone
+    hid them from the operator, who had no word that `recover` publishes them."""
+    try:
+        every, dead = orphaned_fills(root, force=True), orphaned_fills(root)
+    except (OSError, QConsoleError):
+        return ""
+    notes = []
+    if dead:
+        notes.append(f"{len(dead)} batch(es) a killed delete or purge left half-filled: "
+                     "`qconsole recover` makes them restorable")
+    if len(every) > len(dead):
+        notes.append(f"{len(every) - len(dead)} being filled by a delete or purge still running")
+    return f" (but for {'; '.join(notes)})" if notes else ""
 
 
 def orphaned_fills(root: str, *, force: bool = False) -> list[tuple[str, str]]:

@@ -1,0 +1,82 @@
+"""A qconsole killed (kill -9) in the middle of a bulk change, then the operator's next
+commands: nothing may be hidden without a word (DESIGN §6, README "Crash recovery")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from harness import qconsole_bin
+
+KILL_AT_RENAME = '''
+import os, signal
+_rename, _seen = os.rename, [0]
+def rename(*a, **kw):
+    out = _rename(*a, **kw)
+    _seen[0] += 1
+    if _seen[0] == int(os.environ["QC_TEST_KILL_AT"]):
+        os.kill(os.getpid(), signal.SIGKILL)  # kill -9 half-way through the bulk change
+    return out
+os.rename = rename
+'''
+
+
+def _fill(root, layout: str, n: int) -> set[str]:
+    qdir = root / "jobs"
+    (qdir / "work").mkdir(parents=True) if layout == "ddmq" else qdir.mkdir(parents=True)
+    if layout == "ddmq":
+        (root / "ddmq.yaml").write_text("")
+        (qdir / "ddmq.yaml").write_text("")
+    out = set()
+    for i in range(n):
+        text = f"m-{i}"
+        out.add(text)
+        if layout == "vsqs":
+            (qdir / str(1_700_000_000_000_000 + i)).write_text(text)
+        else:
+            uid, qn = f"{i:032x}", f"1700000000{i:06d}"
+            (qdir / f"999.{qn}.ddmq{uid}").write_text(json.dumps(
+                {"message": text, "queue": "jobs", "timeout": None, "id": uid, "priority": 999, "queue_number": qn,
+                 "filename": f"999.{qn}.ddmq{uid}", "requeue": True, "requeue_counter": 0, "requeue_limit": None}))
+    return out
+
+
+def _run(tmp_path, root, *argv, kill_at: int | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QCONSOLE_")}
+    env.update(XDG_STATE_HOME=str(tmp_path / "state"), HOME=str(tmp_path))
+    if kill_at is not None:
+        hook = tmp_path / "hook"
+        hook.mkdir(exist_ok=True)
+        (hook / "sitecustomize.py").write_text(KILL_AT_RENAME)
+        env.update(PYTHONPATH=str(hook), QC_TEST_KILL_AT=str(kill_at))
+    return subprocess.run([qconsole_bin(), *argv, "-r", str(root)], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
+def test_trash_list_and_restore_after_a_killed_purge_point_at_recover(tmp_path, layout):
+    """kill -9 of a purge half-way: its messages are in a batch still under its hidden fill
+    name. `trash list` said "the trash is empty" and `trash restore` "the trash is empty":
+    hundreds of messages gone from the queue and, by every trash command, from the trash."""
+    root = tmp_path / "root"
+    expected = _fill(root, layout, 600)
+    res = _run(tmp_path, root, "purge", "jobs", "--yes", kill_at=250)
+    assert res.returncode == -9, (res.returncode, res.stderr)
+    left = {n for n in os.listdir(root / "jobs") if not n.startswith(".") and n not in ("work", "ddmq.yaml")}
+    assert 0 < len(left) < 600  # stopped half-way
+    listed = _run(tmp_path, root, "trash", "list")
+    assert listed.returncode == 0 and "recover" in listed.stdout + listed.stderr, (listed.stdout, listed.stderr)
+    restored = _run(tmp_path, root, "trash", "restore")
+    assert restored.returncode == 2 and "recover" in restored.stderr, restored.stderr
+    assert len(restored.stderr.strip().splitlines()) == 1, restored.stderr
+    # and what it points at puts things right
+    assert _run(tmp_path, root, "recover").returncode == 0
+    assert _run(tmp_path, root, "trash", "restore").returncode == 0
+    qdir = root / "jobs"
+    names = [n for n in os.listdir(qdir) if not n.startswith(".") and n not in ("work", "ddmq.yaml")]
+    texts = [(qdir / n).read_text() if layout == "vsqs" else json.loads((qdir / n).read_text())["message"]
+             for n in names]
+    assert sorted(texts) == sorted(expected)
