@@ -29,6 +29,7 @@ from qconsole.search import SEARCH_CAP, matches_without_payload, payload_matches
 from qconsole.states import DELAYED, EXPIRED, INFLIGHT, READY, RSMQ
 
 from .dialogs import ConfirmScreen, PickQueueScreen, TypedConfirmScreen
+from .keybox import BurstInput
 from .peek_screen import PeekScreen
 from .publish_screen import PublishScreen
 from .settings_screen import SettingsScreen
@@ -195,8 +196,9 @@ class QueueScreen(Screen[None]):
         yield MessageList(self.qapp.clock, priorities=self.qroot.can(PRIORITIES),
                           redeliveries=self.qroot.can(REDELIVERY_COUNT), expired_in_line=self.qroot.kind == RSMQ,
                           id="messages")
-        yield Input(placeholder="search ids, states and payloads (enter searches, esc cancels)", id="qsearch",
-                    classes="hidden")
+        # (enter in it acts at once: keys typed right after it go to the list, not the box)
+        yield BurstInput(placeholder="search ids, states and payloads (enter searches, esc cancels)", id="qsearch",
+                         classes="hidden", on_enter=self._search_submit)
         yield Static(id="qnotes", classes="hidden")
         yield Static("loading…", id="qstatus")
         # ctrl+p still opens the palette (`?` says so); its footer label would push out "esc Back"
@@ -530,8 +532,11 @@ class QueueScreen(Screen[None]):
 
     @on(Input.Submitted, "#qsearch")
     def _search_submitted(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
-        event.input.add_class("hidden")
+        self._search_submit(event.input)
+
+    def _search_submit(self, box: Input) -> None:
+        text = box.value.strip()
+        box.add_class("hidden")
         self.set_focus(self.query_one(MessageList))  # at once: keys may follow in the same burst
         if not text:
             self.close_view()

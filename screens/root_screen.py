@@ -21,6 +21,7 @@ from qconsole.output.nagios import CRITICAL, OK, WARNING, Thresholds
 from qconsole.safetext import safe_name
 from qconsole.states import EXPIRED, INFLIGHT, READY
 
+from .keybox import BurstInput
 from .queue_screen import QueueScreen
 from .rates import QueueHistory, rate_text
 from .publish_screen import PublishScreen
@@ -183,7 +184,9 @@ class RootScreen(Screen[None]):
         table = QueueTable(cursor_type="row", id="queues")
         self._add_columns(table)
         yield table
-        yield Input(placeholder="filter queues (escape clears)", id="filter", classes="hidden")
+        # (enter in it acts at once: keys typed right after it go to the table, not the box)
+        yield BurstInput(placeholder="filter queues (escape clears)", id="filter", classes="hidden",
+                         on_enter=self._filter_submit)
         yield Static(id="rnotes", classes="hidden")
         yield Static("scanning…", id="status")
         yield Footer(compact=True)
@@ -620,8 +623,17 @@ class RootScreen(Screen[None]):
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self, event: Input.Submitted) -> None:
-        if not event.value.strip():
-            event.input.add_class("hidden")
+        self._filter_submit(event.input)
+
+    def _filter_submit(self, box: Input) -> None:
+        if box.value.strip() != self.filter_text:
+            # the filter as typed, before the keys after enter (its Changed messages may still
+            # be on their way: j would move through the rows of the filter before)
+            self.filter_text = box.value.strip()
+            self.refresh_table()
+            self.update_status()
+        if not box.value.strip():
+            box.add_class("hidden")
         self.set_focus(self.query_one(DataTable))
 
 

@@ -185,3 +185,44 @@ async def test_filter_and_sort_over_many_queues_do_not_redo_the_table_row_by_row
         assert shown == screen.visible_keys()
         assert [screen.scans[k][1].counts.get("ready", 0) for k in shown][:3] == [2, 2, 2]
         assert screen.cursor_key() == on  # the cursor stays on its queue
+
+
+# -- 6. keys typed right after enter in the filter or the search box stayed in the box ------------
+
+async def test_keys_after_enter_in_the_filter_move_the_table_not_the_text(vsqs_root: tuple[str, Any]) -> None:
+    """/ br enter j enter in one burst (tmux send-keys, a paste, a fast typist): the box kept the
+    focus until its enter had been handled, so j and enter were typed into it: the filter read
+    'brj', nothing matched, no queue opened."""
+    from qconsole.screens.queue_screen import QueueScreen
+
+    root, manager = vsqs_root
+    for name in ("alpha", "bravo", "brine", "charlie"):
+        manager.get_queue(name).publish(name.encode())
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        root_screen = app.screen
+        burst(app, "slash", "b", "r", "enter", "j", "enter")
+        await settle(pilot)
+        assert root_screen.filter_text == "br", root_screen.filter_text  # was 'brj'
+        assert isinstance(app.screen, QueueScreen) and app.screen.queue == "brine"
+
+
+async def test_keys_after_enter_in_the_search_box_act_on_the_list(vsqs_root: tuple[str, Any]) -> None:
+    """/ payload enter then space in one burst: space went into the search box after its enter
+    (a search for 'payload' ran, the mark was lost), and / later showed 'payload ' in the box."""
+    from textual.widgets import Input
+
+    root, manager = vsqs_root
+    q = manager.get_queue("jobs")
+    for i in range(3):
+        q.publish(f"payload {i}".encode())
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "jobs")
+        burst(app, "slash", *"payload", "enter", "space")
+        await settle(pilot)
+        assert screen.view == ("search", "payload")
+        lst = screen.query_one("MessageList")
+        assert len(lst.marked) == 1, lst.marked  # was 0: the space typed into the hidden box
+        assert screen.query_one("#qsearch", Input).value == "payload"
