@@ -24,6 +24,9 @@ SHOWN_IDS = 2
 HOLDS_W = 24
 #: cells of the queue column: a longer name keeps its head and tail around …
 QUEUE_W = 12
+#: cells of the count column: a larger count is shortened (100k, 1.23M), never cut (a purge of
+#: 100,050 messages read "10005")
+COUNT_W = 5
 
 
 class TrashScreen(Screen[None]):
@@ -55,7 +58,7 @@ class TrashScreen(Screen[None]):
         yield Static(Text.assemble(("trash of ", "dim"), (safe_name(self.qroot.target), "bold")), id="ttitle")
         table: DataTable[Text | str] = DataTable(cursor_type="row", id="batches")
         for key, label, width in (("when", "when", 19), ("action", "action", 6), ("queue", "queue", QUEUE_W),
-                                  ("count", "msgs", 5), ("holds", "holds", HOLDS_W)):
+                                  ("count", "msgs", COUNT_W), ("holds", "holds", HOLDS_W)):
             table.add_column(label, key=key, width=width)
         yield table
         yield Static(Text("listing…", style="dim"), id="tstatus")
@@ -92,7 +95,7 @@ class TrashScreen(Screen[None]):
             # Text cells: a plain str cell is parsed as markup by the table (`x[/]y` crashed it,
             # `[reverse]` styled the row); the store's names are shown as they are, escaped
             table.add_row(Text(humanize.clock(b.created_at)), Text(safe_name(str(b.action))),
-                          Text(short_name(b.queue or "-", QUEUE_W)), Text(str(b.count), justify="right"),
+                          Text(short_name(b.queue or "-", QUEUE_W)), Text(humanize.fit(b.count, COUNT_W), justify="right"),
                           Text(held), key=b.batch)
         status = self.query_one("#tstatus", Static)
         if event.error:

@@ -226,3 +226,35 @@ async def test_keys_after_enter_in_the_search_box_act_on_the_list(vsqs_root: tup
         lst = screen.query_one("MessageList")
         assert len(lst.marked) == 1, lst.marked  # was 0: the space typed into the hidden box
         assert screen.query_one("#qsearch", Input).value == "payload"
+
+
+# -- 7. the trash screen cut a purge of 100,050 messages to "10005" --------------------------------
+
+async def test_the_trash_screen_shows_a_six_digit_count_whole_or_shortened(vsqs_root: tuple[str, Any],
+                                                                           monkeypatch: Any) -> None:
+    """A purge of 100,050 messages read "10005" in the msgs column (five cells, the sixth digit
+    cut off): ten times fewer than the batch holds. The count is shortened as the root screen's
+    are (100k), never cut."""
+    import dataclasses
+
+    from qconsole.ops.operations import Operations
+
+    root, manager = vsqs_root
+    q = manager.get_queue("jobs")
+    for i in range(3):
+        q.publish(f"m{i}".encode())
+    real = Operations.trash_list
+
+    def big(self: Any) -> Any:  # (a purge of 100,050 messages, without writing them in a test)
+        return [dataclasses.replace(b, count=100_050) for b in real(self)]
+
+    monkeypatch.setattr(Operations, "trash_list", big)
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("P", *"jobs", "enter")
+        await settle(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        row = next(r for r in screen_text(app).splitlines() if "purge" in r and "jobs" in r)
+        assert "10005 " not in row and "100k" in row, row
