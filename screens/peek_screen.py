@@ -106,7 +106,9 @@ def payload_renderable(payload: Payload, width: int = 80) -> RenderableType:
         parts.append(_line(Text(f"showing {humanize.size(len(payload.body))} of {humanize.size(payload.size)}"
                                 + more, style="bold yellow")))
     body = hexdump(payload.body, hex_row(width)) if payload.kind == BINARY else payload.pretty()
-    if payload.kind == JSON and len(body) <= HIGHLIGHT_CAP:
+    if not payload.size and not body:  # said, not a blank pane (read as a read that failed)
+        parts.append(_line(Text(EMPTY, style="dim italic")))
+    elif payload.kind == JSON and len(body) <= HIGHLIGHT_CAP:
         parts.append(Syntax(escape_controls(body), "json", theme="ansi_dark", word_wrap=True,
                             background_color="default"))
     else:
@@ -115,6 +117,9 @@ def payload_renderable(payload: Payload, width: int = 80) -> RenderableType:
         parts.append(_line(Text("… (cut here)", style="dim")))
     return Group(*parts)
 
+
+#: the payload pane of a message of 0 bytes
+EMPTY = "(empty payload: 0 bytes)"
 
 #: shorter labels so a 32-character id fits beside them at 80 columns
 SHORT_LABELS = {"requeue_counter": "requeues", "requeue_limit": "req.limit", "queue_number": "queue no"}

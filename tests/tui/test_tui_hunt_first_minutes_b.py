@@ -258,3 +258,20 @@ async def test_the_trash_screen_shows_a_six_digit_count_whole_or_shortened(vsqs_
         await settle(pilot)
         row = next(r for r in screen_text(app).splitlines() if "purge" in r and "jobs" in r)
         assert "10005 " not in row and "100k" in row, row
+
+
+# -- 8. peek of an empty message showed a blank pane -----------------------------------------------
+
+async def test_peek_of_an_empty_message_says_it_is_empty(vsqs_root: tuple[str, Any]) -> None:
+    """A message of 0 bytes: the payload pane stayed blank once read, as if the read had
+    failed or was still under way ("reading…" went and nothing came)."""
+    root, manager = vsqs_root
+    manager.get_queue("jobs").publish(b"")
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("v")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "0 B" in text
+        assert "(empty payload: 0 bytes)" in text, text
