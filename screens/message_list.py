@@ -36,6 +36,8 @@ DANGER_S = 10.0
 POS_W = 6
 STATE_W = 8
 ID_MAX = 32
+#: an id is cut down to this many cells to keep the age and countdown on a narrow terminal
+ID_MIN = 12
 PRIO_W = 4
 AGE_W = 6
 EXP_W = 9
@@ -147,6 +149,13 @@ class Columns:
         self.id_w = max(8, min(ID_MAX, id_width))
         self.prio = priorities
         fixed = 2 + POS_W + 1 + STATE_W + 1 + self.id_w + (1 + PRIO_W if priorities else 0) + 1 + AGE_W + 1 + EXP_W
+        if fixed > width > 0:
+            # a narrow terminal (60 columns): the id is cut (head…; peek shows it whole) before the
+            # age and the countdown go past the edge (32-character ids left neither at 60)
+            cut = min(fixed - width, self.id_w - ID_MIN)
+            if cut > 0:
+                self.id_w -= cut
+                fixed -= cut
         room = width - fixed
         # optional columns in the order they are given up as the width shrinks: preview first
         self.rd = redeliveries and room >= 1 + RD_W

@@ -275,3 +275,31 @@ async def test_peek_of_an_empty_message_says_it_is_empty(vsqs_root: tuple[str, A
         text = screen_text(app)
         assert "0 B" in text
         assert "(empty payload: 0 bytes)" in text, text
+
+
+# -- 9. at 60 columns a queue of 32-character ids lost its countdown column -----------------------
+
+async def test_at_60_columns_the_id_gives_way_to_the_countdown(ddmq_root: tuple[str, Any]) -> None:
+    """ddmq (and RSMQ) ids are 32 characters: at 60 columns the fixed columns needed 72 and the
+    row was cut at the terminal's edge, so "expires" (the in-flight countdown, what the screen
+    is for) and even the age were not shown at all. The id is cut (head…) instead; peek shows
+    it whole."""
+    import time
+
+    from qconsole.screens.message_list import MessageList
+
+    root, broker = ddmq_root
+    for i in range(3):
+        broker.publish("jobs", f"job {i}")
+    got = broker.consume("jobs")  # a consumer holds one: in flight, its countdown running
+    assert got is not None
+    app = make_app([root], clock=time.time)
+    async with app.run_test(size=(60, 20)) as pilot:
+        screen = await open_queue(pilot, "jobs")
+        rows = screen_text(app).splitlines()
+        assert "expires" in rows[2], rows[2]  # the header: was cut after "age" ("ag")
+        held = next(r for r in rows if "inflight" in r)
+        assert held.rstrip().endswith("s"), held  # its countdown (9m59s), at the row's end
+        assert "…" in held  # the id gave way
+        lst = screen.query_one(MessageList)
+        assert len(rows[2].rstrip()) <= lst.scrollable_content_region.width + lst.region.x
