@@ -229,7 +229,8 @@ class RootScreen(Screen[None]):
             # a store without settings offers no screen that could only fail
             return sel is not None and sel[0].can(need)
         if action == "undo":
-            return bool(self.qapp.undo_stack)
+            # offered with nothing to undo too: u then says so (it was refused without a word)
+            return any(r.can(TRASH) for r in self.qapp.roots)
         return True
 
     # -- scanning -----------------------------------------------------------------------

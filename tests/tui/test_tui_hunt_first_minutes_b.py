@@ -303,3 +303,18 @@ async def test_at_60_columns_the_id_gives_way_to_the_countdown(ddmq_root: tuple[
         assert "…" in held  # the id gave way
         lst = screen.query_one(MessageList)
         assert len(rows[2].rstrip()) <= lst.scrollable_content_region.width + lst.region.x
+
+
+# -- 10. u on the root screen with nothing to undo did nothing at all ------------------------------
+
+async def test_u_on_the_root_screen_says_there_is_nothing_to_undo(vsqs_root: tuple[str, Any]) -> None:
+    """The queue screen's u says "nothing to undo: no delete or purge in this session"; the root
+    screen's (the help and README list it there too) was refused without a word."""
+    root, manager = vsqs_root
+    manager.get_queue("jobs").publish(b"x")
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        assert "nothing to undo" in said(app), said(app)  # was: nothing at all
