@@ -11,6 +11,7 @@ from collections.abc import Callable
 from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
+from textual.worker import get_current_worker
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message as TMessage
@@ -603,12 +604,15 @@ class QueueScreen(Screen[None]):
     def _filter_worker(self, token: int, msgs: MessageColumns,
                        keep: Callable[[Message, Callable[[], Payload | None]], bool], cap: int,
                        cancel: threading.Event) -> None:
-        """Read payloads one by one (never on the event loop); post matches as they come."""
+        """Read payloads one by one (never on the event loop); post matches as they come.
+        Stopped by the view's ``cancel`` or when the worker is (the console quits, the screen
+        goes): the process waited at exit for the pass to read every message (6 s at 100k)."""
+        worker = get_current_worker()
         found: list[Message] = []
         at: list[int] = []
         last = time.monotonic()
         for i, msg in enumerate(msgs):
-            if cancel.is_set():
+            if cancel.is_set() or worker.is_cancelled:
                 return
 
             def read(m: Message = msg) -> Payload | None:

@@ -318,3 +318,37 @@ async def test_u_on_the_root_screen_says_there_is_nothing_to_undo(vsqs_root: tup
         await pilot.press("u")
         await settle(pilot)
         assert "nothing to undo" in said(app), said(app)  # was: nothing at all
+
+
+# -- 11. quitting while a search ran kept the process alive until the search had read every message -
+
+async def test_quitting_during_a_search_stops_the_search(vsqs_root: tuple[str, Any], monkeypatch: Any) -> None:
+    """ctrl+q during / over 100,000 messages: the screen went blank and the process stayed 6 s
+    (a minute at a million) until the search had read every payload: its pass checked only the
+    view's own stop, which nothing sets on quit. It stops when its worker is cancelled."""
+    import time
+
+    root, manager = vsqs_root
+    q = manager.get_queue("jobs")
+    for i in range(200):
+        q.publish(f"payload {i}".encode())
+    reads = [0]
+
+    def slow(self: Any, *a: Any, **kw: Any) -> Any:  # a big queue: the pass takes a while
+        reads[0] += 1
+        time.sleep(0.02)
+        return real(self, *a, **kw)
+
+    app = make_app([root])
+    backend = type(app.roots[0])
+    real = backend.read_payload
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "jobs")
+        monkeypatch.setattr(backend, "read_payload", slow)
+        await pilot.press("slash", *"zzz", "enter")
+        await pilot.pause(0.2)
+        assert screen.view is not None and 0 < reads[0] < 100
+        app.exit()  # (what ctrl+q does once nothing is being changed)
+    left = reads[0]
+    time.sleep(0.5)
+    assert reads[0] - left <= 2, (left, reads[0])  # was: the pass read on, to the last message
