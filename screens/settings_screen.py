@@ -78,6 +78,9 @@ class SettingsScreen(Screen[None]):
     ]
 
     MUTATING = frozenset({"save"})
+    #: below 80 columns (``-narrow``) the grid's columns are narrower: at 60 the effective column
+    #: had 9 cells and "600 (queue)" lost its source to a second row the one-row cell hides
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (80, "-wide")]
 
     class Loaded(TMessage):
         def __init__(self, files: dict[str, dict[str, Any]], eff: dict[str, Setting],

@@ -352,3 +352,26 @@ async def test_quitting_during_a_search_stops_the_search(vsqs_root: tuple[str, A
     left = reads[0]
     time.sleep(0.5)
     assert reads[0] - left <= 2, (left, reads[0])  # was: the pass read on, to the last message
+
+
+# -- 12. settings at 60 columns: the effective column hid where each value comes from -------------
+
+async def test_settings_at_60_columns_show_each_effective_value_with_its_source(
+        ddmq_root: tuple[str, Any]) -> None:
+    """At 60 columns the effective column had 9 cells: "600 (queue)" wrapped to a second row
+    the one-row cell hides, so message_timeout read "600" and requeue_prio "0 (queue)" beside
+    it; "true (default)" read "true" and the header "effective"."""
+    root, _broker = ddmq_root
+    app = make_app([root])
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        rows = screen_text(app).splitlines()
+        head = next(r for r in rows if r.split()[:1] == ["key"])
+        assert "effective (source)" in head, head  # was "effective"
+        by_key = {r.split()[0]: r for r in rows if r.strip() and r.split()[0] in
+                  ("message_timeout", "priority", "requeue", "requeue_prio", "cleaned")}
+        assert len(by_key) == 5, "\n".join(rows)
+        for key, row in by_key.items():
+            assert row.rstrip().endswith(")"), row  # "600 (queue)", "true (default)": was "600"
