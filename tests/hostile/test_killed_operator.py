@@ -80,3 +80,33 @@ def test_trash_list_and_restore_after_a_killed_purge_point_at_recover(tmp_path, 
     texts = [(qdir / n).read_text() if layout == "vsqs" else json.loads((qdir / n).read_text())["message"]
              for n in names]
     assert sorted(texts) == sorted(expected)
+
+
+def test_a_killed_purges_batch_is_recovered_when_its_pid_runs_another_process(tmp_path):
+    """kill -9 of a purge, and its pid now another process's (pids are reused: a container
+    restarted, a busy host wrapped pid_max). The half-filled batch was judged by the pid alone:
+    "being filled by a purge still running" for as long as that other process ran, and
+    `recover` said "0 problems" and left it hidden. The process's start time tells them apart,
+    as it does for recover's and a trash batch's locks."""
+    import re
+    import time
+
+    root = tmp_path / "root"
+    expected = _fill(root, "vsqs", 600)
+    assert _run(tmp_path, root, "purge", "jobs", "--yes", kill_at=250).returncode == -9
+    trash = root / ".qconsole" / "trash"
+    (fill,) = [n for n in os.listdir(trash) if n.startswith(".fill-")]
+    other = subprocess.Popen(["sleep", "600"])  # started after the purge made its batch
+    try:
+        # the batch named as made ten minutes ago, by the pid the sleep now has
+        m = re.fullmatch(r"\.fill-([0-9a-f]{6})-[0-9]+-([0-9]{8}T[0-9]{6})-([0-9a-f]{6})", fill)
+        then = time.strftime("%Y%m%dT%H%M%S", time.gmtime(time.time() - 600))
+        os.rename(trash / fill, trash / f".fill-{m.group(1)}-{other.pid}-{then}-{m.group(3)}")
+        rec = _run(tmp_path, root, "recover")
+        assert rec.returncode == 0 and "0 finished moves" not in rec.stdout, rec.stdout
+        restored = _run(tmp_path, root, "trash", "restore")
+        assert restored.returncode == 0, restored.stderr
+    finally:
+        other.kill()
+        other.wait()
+    assert sorted((root / "jobs" / n).read_text() for n in os.listdir(root / "jobs")) == sorted(expected)

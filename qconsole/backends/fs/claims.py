@@ -425,6 +425,21 @@ def _proc_start(pid: int) -> str | None:
         return None
 
 
+def started_after(pid: int, when: float) -> bool:
+    """Whether the running process ``pid`` of this host started after epoch time ``when``
+    (False where there is no /proc to tell): then it is not what a file named ``when`` with
+    that pid was left by -- a pid is reused."""
+    start = _proc_start(pid)
+    if start is None or not start.isdigit():
+        return False
+    try:
+        with open("/proc/stat", "rb") as fh:
+            btime = next(int(line.split()[1]) for line in fh if line.startswith(b"btime "))
+        return btime + int(start) / os.sysconf("SC_CLK_TCK") > when
+    except (OSError, StopIteration, ValueError, IndexError):
+        return False
+
+
 def lock_line(what: str) -> bytes:
     """What a lock file of this process holds (recover's, a trash batch's): ``<host> <pid>
     <time> <what> <start>``, the start time naming the process for good (a pid is reused)."""

@@ -36,13 +36,16 @@ from ...errors import OperationError, QConsoleError
 from ...model import STATE_DIR
 from ..results import TrashBatch
 from . import safety
-from .claims import CFG, HOST, FOREIGN_HOST_GRACE, holder_here_alive, lock_line, new_token, owned_name, pid_alive
+from .claims import (CFG, HOST, FOREIGN_HOST_GRACE, holder_here_alive, lock_line, new_token, owned_name, pid_alive,
+                     started_after)
 
 MANIFEST = "manifest.json"
 FILES = "files"
 LOCK = ".lock"
 FILL = ".fill-"
 BATCH_RE = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{6}")
+#: seconds a process may seem to have started after the batch it made (wall-clock steps)
+FILL_PID_SLACK = 60
 _FILL_RE = re.compile(r"\.fill-([0-9a-f]{6})-([0-9]{1,10})-([0-9]{8}T[0-9]{6}-[0-9a-f]{6})")
 
 
@@ -535,12 +538,23 @@ def orphaned_fills(root: str, *, force: bool = False) -> list[tuple[str, str]]:
                 continue
             host, pid, batch = m.group(1), int(m.group(2)), m.group(3)
             if not force:
-                if host == HOST and pid_alive(pid):
+                # a live pid is the purge only if it ran when the batch was made: a killed
+                # purge's pid reused by another process hid its batch from recover for as long
+                # as that process ran (recover said "0 problems"; slack: clock steps)
+                if host == HOST and pid_alive(pid) and not _reused(pid, batch):
                     continue
                 if host != HOST and _fill_touched_lately(c, os.path.join(trash_dir(root), n)):
                     continue
             out.append((n, batch))
     return out
+
+
+def _reused(pid: int, batch: str) -> bool:
+    try:
+        made = _named_time(batch)
+    except (ValueError, OverflowError):  # a planted name (month 13): judged by the pid alone
+        return False
+    return started_after(pid, made + FILL_PID_SLACK)
 
 
 def _fill_touched_lately(c: safety.Confined, fill: str) -> bool:
