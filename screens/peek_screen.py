@@ -32,6 +32,7 @@ from qconsole.payload import BINARY, DEFAULT_CAP, JSON, Payload, hexdump
 from qconsole.safetext import escape_controls, safe_name, safe_text
 
 from .dialogs import AskTextScreen
+from .message_list import shown_state
 from .services import services
 
 
@@ -125,11 +126,19 @@ EMPTY = "(empty payload: 0 bytes)"
 SHORT_LABELS = {"requeue_counter": "requeues", "requeue_limit": "req.limit", "queue_number": "queue no"}
 
 
+def metadata_rows(msg: Message, payload: Payload, now: float) -> list[tuple[str, str]]:
+    """What the metadata pane shows at ``now``: the state as the list shows it (in flight past
+    its deadline: expired; delayed past its delay: ready), the deadline counted from now."""
+    rows = metadata(msg, payload, now)
+    state = shown_state(msg, now)
+    return [(label, state if label == "state" else value) for label, value in rows]
+
+
 def metadata_renderable(msg: Message, payload: Payload, now: float) -> RenderableType:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
-    for label, value in metadata(msg, payload, now):
+    for label, value in metadata_rows(msg, payload, now):
         grid.add_row(SHORT_LABELS.get(label, label), safe_text(value, keep_newlines=False))
     return grid
 
@@ -176,6 +185,8 @@ class PeekScreen(Screen["str | None"]):
         self.index = index
         self.payload: Payload | None = None
         self.cap: int | None = DEFAULT_CAP
+        #: the metadata as last drawn (the tick redraws it only when a value changed)
+        self._meta_shown: list[tuple[str, str]] | None = None
 
     @property
     def msg(self) -> Message:
@@ -198,6 +209,10 @@ class PeekScreen(Screen["str | None"]):
         self.query_one("#peek-body").focus()
         # the wide/narrow choice is the operator's: it holds across messages and peeks
         self.query_one("#peek-meta").set_class(getattr(self.app, "peek_wide", False), "hidden")
+        if services(self).live_countdown:
+            # the deadline and the state follow the clock, as the list's rows do (drawn once,
+            # an in-flight message said "(in 5s)" and "inflight" a minute after it expired)
+            self.set_interval(1.0, self._tick)
         self.load()
 
     def load(self) -> None:
@@ -234,8 +249,19 @@ class PeekScreen(Screen["str | None"]):
             self.query_one("#meta", Static).update(meta)
             return
         self.payload = event.payload
+        self._meta_shown = metadata_rows(self.msg, event.payload, now)
         self.query_one("#meta", Static).update(metadata_renderable(self.msg, event.payload, now))
         self.show_payload()
+
+    def _tick(self) -> None:
+        payload = self.payload
+        if payload is None or self.msg.deadline is None:
+            return
+        now = services(self).clock()
+        rows = metadata_rows(self.msg, payload, now)
+        if rows != self._meta_shown:
+            self._meta_shown = rows
+            self.query_one("#meta", Static).update(metadata_renderable(self.msg, payload, now))
 
     def show_payload(self) -> None:
         """The payload in the pane: a Static of the renderable, or (large) a list of lines."""

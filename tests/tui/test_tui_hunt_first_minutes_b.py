@@ -375,3 +375,36 @@ async def test_settings_at_60_columns_show_each_effective_value_with_its_source(
         assert len(by_key) == 5, "\n".join(rows)
         for key, row in by_key.items():
             assert row.rstrip().endswith(")"), row  # "600 (queue)", "true (default)": was "600"
+
+
+# -- 13. peek's deadline stood still: "inflight ... (in 5s)" a minute after it expired -------------
+
+async def test_peek_keeps_the_deadline_and_state_of_now(vsqs_root: tuple[str, Any]) -> None:
+    """Peek drew its metadata once: an in-flight message said "state inflight" and "deadline …
+    (in 5s)" for as long as it stayed open, while the list behind it counted down each second
+    and said "expired" (an RSMQ delayed one "delayed (in 20s)" after it was visible). The
+    metadata follows the clock as the list does."""
+    from tui_helpers import Clock
+
+    from qconsole.demo import FIXED_NOW
+
+    root, manager = vsqs_root
+    manager.get_queue("jobs")  # (the directory)
+    ident = int((FIXED_NOW - 60) * 1_000_000)
+    expiry = int((FIXED_NOW + 5) * 1_000_000)
+    with open(os.path.join(root, "jobs", f"{ident}.{expiry}"), "w") as fh:
+        fh.write("held by a consumer")
+    clock = Clock()
+    app = make_app([root], clock=clock, live_countdown=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("v")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "(in 5s)" in text and "inflight" in text, text
+        clock.now += 10  # the consumer never deletes it: its visibility timeout passes
+        await pilot.pause(1.3)  # (a tick)
+        text = screen_text(app)
+        assert "(5s ago)" in text, text  # was "(in 5s)"
+        meta = [r for r in text.splitlines() if r.split()[:1] == ["state"]]
+        assert meta and "expired" in meta[0], meta  # as the list says it; was "inflight"
