@@ -99,6 +99,11 @@ def parse_owned(name: str) -> Owned | None:
     return Owned(parts[0], parts[1], int(parts[2]), parts[3], rel)
 
 
+#: seconds a process may seem to have started after a file it made (a wall-clock step forward
+#: moves every start time read from /proc later; NTP slews small offsets instead)
+PID_REUSE_SLACK = 5.0
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process of this host with ``pid`` runs (this process counts as gone)."""
     if pid == os.getpid():
@@ -115,7 +120,11 @@ def pid_alive(pid: int) -> bool:
 def owner_alive(owned: Owned, st: os.stat_result | None, now: float | None = None) -> bool:
     """True when the qconsole that left this file may still be working on it."""
     if owned.host == HOST:
-        return pid_alive(owned.pid)
+        # a live pid is that qconsole only if it ran when the file was made (ctime only grows):
+        # a killed move's pid reused by another process left its claims hidden from consumers
+        # ("left to a running qconsole") for as long as that process ran
+        return pid_alive(owned.pid) and not (st is not None
+                                             and started_after(owned.pid, st.st_ctime + PID_REUSE_SLACK))
     if st is None:
         return False
     # another host: a rename updates ctime, so a fresh leftover may be live

@@ -36,16 +36,14 @@ from ...errors import OperationError, QConsoleError
 from ...model import STATE_DIR
 from ..results import TrashBatch
 from . import safety
-from .claims import (CFG, HOST, FOREIGN_HOST_GRACE, holder_here_alive, lock_line, new_token, owned_name, pid_alive,
-                     started_after)
+from .claims import (CFG, HOST, FOREIGN_HOST_GRACE, PID_REUSE_SLACK, holder_here_alive, lock_line, new_token,
+                     owned_name, pid_alive, started_after)
 
 MANIFEST = "manifest.json"
 FILES = "files"
 LOCK = ".lock"
 FILL = ".fill-"
 BATCH_RE = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{6}")
-#: seconds a process may seem to have started after the batch it made (wall-clock steps)
-FILL_PID_SLACK = 60
 _FILL_RE = re.compile(r"\.fill-([0-9a-f]{6})-([0-9]{1,10})-([0-9]{8}T[0-9]{6}-[0-9a-f]{6})")
 
 
@@ -554,7 +552,7 @@ def _reused(pid: int, batch: str) -> bool:
         made = _named_time(batch)
     except (ValueError, OverflowError):  # a planted name (month 13): judged by the pid alone
         return False
-    return started_after(pid, made + FILL_PID_SLACK)
+    return started_after(pid, made + PID_REUSE_SLACK)
 
 
 def _fill_touched_lately(c: safety.Confined, fill: str) -> bool:
