@@ -12,6 +12,8 @@ from textual.widgets.option_list import Option
 
 from qconsole.safetext import escape_controls, safe_text
 
+from .keybox import InOrderInput
+
 #: a dialog's screen on a short terminal (below 16 rows) is ``-short``: thinner padding and
 #: one-row buttons, so Yes and No fit at 40x12 (their three-row buttons were cut off)
 DIALOG_BREAKPOINTS = [(0, "-short"), (16, "-tall")]
@@ -71,7 +73,7 @@ class TypedConfirmScreen(ModalScreen[bool]):
             yield Label(safe_text(f"Type {self.expected} and press enter (esc cancels):", keep_newlines=False),
                         classes="detail")
             # no placeholder: the queue's name shown greyed in the box reads as already typed
-            yield Input(id="typed")
+            yield InOrderInput(id="typed")
             yield Label("", id="typed-error", classes="detail")
 
     def on_mount(self) -> None:
@@ -105,7 +107,7 @@ class AskTextScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(safe_text(self.question, keep_newlines=False), classes="question")
-            yield Input(self.value, id="ask")
+            yield InOrderInput(self.value, id="ask")
 
     def on_mount(self) -> None:
         self.query_one("#ask", Input).focus()

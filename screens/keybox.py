@@ -1,5 +1,5 @@
-"""A one-line box (the root screen's filter, the queue screen's search) that keeps the order of
-keys typed in one burst (tmux send-keys, a paste of commands, a fast typist)."""
+"""One-line boxes that keep the order of keys typed in one burst (tmux send-keys, a paste of
+commands, a fast typist, or any typist while the console is busy and keys queue up)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,27 @@ from textual import events
 from textual.widgets import Input
 
 
-class BurstInput(Input):
-    """An Input whose enter acts as the box takes it from its queue, and which hands keys that
-    reach it after it lost the focus back to the app, to go where the focus is now.
+class InOrderInput(Input):
+    """An Input whose editing keys (backspace, delete, arrows, home/end, ctrl+a/k/u/w...) act as
+    the box takes them, in line with the characters typed.
+
+    Input types a character as it takes the key, but its editing keys are bindings, run only
+    when the key has bubbled up to the app: queued behind them, characters typed after a
+    backspace went in first ("1", backspace, 50000 in the publish form's count left 5000)."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.is_printable or event.key in ("enter", "tab", "shift+tab"):
+            return  # Input's own handling (a character), or the form's and the screen's keys
+        for binding in self._bindings.key_to_bindings.get(event.key, ()):
+            event.stop()
+            event.prevent_default()  # (Input's _on_key has nothing to do with it)
+            await self.app.run_action(binding.action, self)
+            return
+
+
+class BurstInput(InOrderInput):
+    """An InOrderInput whose enter acts as the box takes it from its queue, and which hands keys
+    that reach it after it lost the focus back to the app, to go where the focus is now.
 
     The app hands each key to the widget focused when the app takes it, and takes a whole burst
     before the box handles any: ``/ br enter j enter`` queued j and enter in the box. Input's
@@ -33,3 +51,4 @@ class BurstInput(Input):
             event.stop()
             event.prevent_default()
             self._on_enter(self)
+        # (else InOrderInput's _on_key, then Input's, are called next: Textual walks the classes)

@@ -17,6 +17,7 @@ from qconsole.backends.base import Backend, Option
 from qconsole.safetext import safe_name, safe_text
 
 from .dialogs import ConfirmScreen
+from .keybox import InOrderInput
 from .names import ROOT_W, short_name
 from .services import services
 from .settings_screen import reroute
@@ -117,10 +118,10 @@ class PublishScreen(Screen[bool]):
             yield area
             with Grid(id="pgrid"):
                 yield Label("count")
-                yield Input("1", id="count", classes="pfield", select_on_focus=True)
+                yield InOrderInput("1", id="count", classes="pfield", select_on_focus=True)
                 for opt in self.qroot.publish_options:
                     yield Label(opt.name.replace("_", " "))
-                    yield Input("", placeholder=placeholder(opt), id=opt.name, classes="pfield",
+                    yield InOrderInput("", placeholder=placeholder(opt), id=opt.name, classes="pfield",
                                 tooltip=opt.help, select_on_focus=True)
         yield Static(id="perror")
         yield Footer(compact=True)

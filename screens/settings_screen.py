@@ -22,6 +22,7 @@ from qconsole.errors import QConsoleError, SettingsError
 from qconsole.safetext import escape_controls, safe_name, safe_text
 
 from .dialogs import ConfirmScreen
+from .keybox import InOrderInput
 from .names import ROOT_W, short_name
 from .services import services
 
@@ -182,7 +183,7 @@ class SettingsScreen(Screen[None]):
             for level in LEVELS:
                 text = self._file_text(level, key)
                 self.initial[(level, key)] = text
-                inp = Input(text,
+                inp = InOrderInput(text,
                             placeholder="-", id=f"{level}--{key}" if key.isidentifier() else None,
                             classes="setting",
                             disabled=services(self).read_only or (level == "root" and not self.root_level))

@@ -408,3 +408,28 @@ async def test_peek_keeps_the_deadline_and_state_of_now(vsqs_root: tuple[str, An
         assert "(5s ago)" in text, text  # was "(in 5s)"
         meta = [r for r in text.splitlines() if r.split()[:1] == ["state"]]
         assert meta and "expired" in meta[0], meta  # as the list says it; was "inflight"
+
+
+# -- 14. a backspace typed among digits was applied after them: count 50000 published 5000 --------
+
+async def test_editing_keys_in_a_field_apply_in_the_order_typed(vsqs_root: tuple[str, Any]) -> None:
+    """p, tab to count ("1", selected), backspace, 50000, as fast as tmux sends them or as a
+    busy console queues them: the field held 5000 and ctrl+s published 5,000 messages. Input
+    types a character as it takes the key, but its backspace (every editing key: a binding)
+    runs only when the key has bubbled up to the app, after the characters typed behind it."""
+    from textual.widgets import Input
+
+    from qconsole.screens.publish_screen import PublishScreen
+
+    root, manager = vsqs_root
+    manager.get_queue("jobs").publish(b"x")
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        burst(app, "p", *"bulk", "tab", "backspace", *"50000")
+        await settle(pilot)
+        assert isinstance(app.screen, PublishScreen)
+        assert app.screen.query_one("#count", Input).value == "50000"  # was 5000
+        burst(app, "left", "left", "backspace", "9")  # 500|00, 50|00, 509|00
+        await settle(pilot)
+        assert app.screen.query_one("#count", Input).value == "50900"
