@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from textual import events
-from textual.widgets import Input
+from textual.widgets import Input, TextArea
 
 
 class InOrderInput(Input):
@@ -23,6 +23,20 @@ class InOrderInput(Input):
         for binding in self._bindings.key_to_bindings.get(event.key, ()):
             event.stop()
             event.prevent_default()  # (Input's _on_key has nothing to do with it)
+            await self.app.run_action(binding.action, self)
+            return
+
+
+class InOrderTextArea(TextArea):
+    """The publish form's payload box, the same way as :class:`InOrderInput`: its editing keys
+    act as it takes them, in line with the characters (and the enters) typed."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.is_printable or event.key in ("enter", "tab", "shift+tab", "escape"):
+            return  # TextArea's own handling (it types these), or the form's and the screen's keys
+        for binding in self._bindings.key_to_bindings.get(event.key, ()):
+            event.stop()
+            event.prevent_default()
             await self.app.run_action(binding.action, self)
             return
 

@@ -17,7 +17,7 @@ from qconsole.backends.base import Backend, Option
 from qconsole.safetext import safe_name, safe_text
 
 from .dialogs import ConfirmScreen
-from .keybox import InOrderInput
+from .keybox import InOrderInput, InOrderTextArea
 from .names import ROOT_W, short_name
 from .services import services
 from .settings_screen import reroute
@@ -113,7 +113,7 @@ class PublishScreen(Screen[bool]):
         with VerticalScroll(id="publish", can_focus=False):
             yield Label("payload")
             # empty, not a sample: typing must not prepend to a pre-filled payload
-            area = TextArea("", id="payload", soft_wrap=True, tab_behavior="focus")
+            area = InOrderTextArea("", id="payload", soft_wrap=True, tab_behavior="focus")
             area.placeholder = 'the message body, e.g. {"hello": "world"}'
             yield area
             with Grid(id="pgrid"):

@@ -433,3 +433,19 @@ async def test_editing_keys_in_a_field_apply_in_the_order_typed(vsqs_root: tuple
         burst(app, "left", "left", "backspace", "9")  # 500|00, 50|00, 509|00
         await settle(pilot)
         assert app.screen.query_one("#count", Input).value == "50900"
+
+
+async def test_editing_keys_in_the_payload_apply_in_the_order_typed(vsqs_root: tuple[str, Any]) -> None:
+    """The publish form's payload box the same: ab, backspace, c, left, left, delete, enter, de
+    typed in one burst read 'abcd' (the backspace, arrows and delete ran after every character
+    typed behind them) instead of '\ndec'."""
+    from textual.widgets import TextArea
+
+    root, manager = vsqs_root
+    manager.get_queue("jobs").publish(b"x")
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        burst(app, "p", *"ab", "backspace", "c", "left", "left", "delete", "enter", *"de")
+        await settle(pilot)
+        assert app.screen.query_one("#payload", TextArea).text == "\ndec"  # was 'abcd'
