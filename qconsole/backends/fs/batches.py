@@ -454,25 +454,26 @@ def _recover_entry(c: safety.Confined, root: str, jdir: str, dest_dir: str, e: d
         report.problems.append(f"{rel(d, n)}: {why}; left alone")
         return False
     claim_path = os.path.join(d, n)
-    if cf_st is not None:  # not committed: the copy goes, the message comes back
+    if cf_st is not None:  # not committed: the message comes back, then the copy goes
         if not own_new:
             report.problems.append(f"{rel(dest_dir, e['commit_from'])}: not the entry's copy; left alone")
             return False
+        # in abort()'s order: the copy dropped first, a recover killed between its put-back's
+        # link and unlink left a claim with no copy, which every later recover read as
+        # "commit source gone, no committed copy live" and left alone for good
+        if c.same_file(claim_path, os.path.join(d, name)):  # put back, but the claim's name not yet dropped
+            c.unlink(claim_path)
+        elif id_live(c, jdir, name):
+            report.problems.append(f"{rel(d, n)}: its id is live in the queue already; left in place")
+            return False
+        elif not c.link_noclobber(claim_path, os.path.join(d, name)):
+            report.problems.append(f"{rel(d, n)}: could not put back as {e['src']!r}; left in place")
+            return False
+        report.restored.append(rel(d, name))
         c.unlink(cf)
         if c.unlink(tmp) or e["commit_from"] == e["tmp"]:
             report.removed_temp.append(rel(dest_dir, e["tmp"]))
-        if c.same_file(claim_path, os.path.join(d, name)):  # put back, but the claim's name not yet dropped
-            c.unlink(claim_path)
-            report.restored.append(rel(d, name))
-            return True
-        if id_live(c, jdir, name):
-            report.problems.append(f"{rel(d, n)}: its id is live in the queue already; left in place")
-            return False
-        if c.link_noclobber(claim_path, os.path.join(d, name)):
-            report.restored.append(rel(d, name))
-            return True
-        report.problems.append(f"{rel(d, n)}: could not put back as {e['src']!r}; left in place")
-        return False
+        return True
     if msg_id is not None and e["commit_from"] == e["tmp"]:  # ddmq: the copy, renamed into place, keeps the id
         final_ok = id_live(c, dest_dir, e["final"]) and msg_id(e["final"]) == msg_id(name)
     else:  # VSQS: the claim goes before the tmp, so the tmp still links the committed copy
