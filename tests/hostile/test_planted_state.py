@@ -209,6 +209,27 @@ def test_a_lock_planted_with_a_time_far_ahead_expires_like_any_other_hosts(tmp_p
     assert len(res.done) == 3 and len(os.listdir(os.path.join(root, "jobs"))) == 3
 
 
+def test_an_empty_batch_lock_left_by_a_killed_restore_holds_only_while_it_may_be_written(tmp_path, monkeypatch):
+    """A restore or empty killed between its batch lock's create and its write left an empty
+    lock, which held the batch for five minutes ('being restored or emptied by another qconsole')."""
+    import time
+
+    from qconsole.backends import open_target
+    from qconsole.backends.fs import claims, trash
+    from qconsole.ops import Operations
+
+    root, batch = _vsqs_trash(tmp_path)
+    lock = os.path.join(root, ".qconsole", "trash", batch, trash.LOCK)
+    open(lock, "w").close()
+    ops = Operations(open_target(root), audit_log=str(tmp_path / "audit.log"))
+    res = ops.trash_empty()
+    assert not res.done and res.skipped[0][0] == batch and "another qconsole" in res.skipped[0][1]
+    monkeypatch.setattr(claims, "LOCK_WRITE_S", 0.2)
+    time.sleep(0.3)
+    res = ops.trash_restore(batch)
+    assert len(res.done) == 3 and len(os.listdir(os.path.join(root, "jobs"))) == 3
+
+
 def test_a_batch_lock_naming_a_running_pid_of_this_host_holds_only_for_the_process_that_wrote_it(tmp_path):
     """A batch's lock naming a running pid of this host held the batch for as long as that pid
     ran: a restore killed outright left its lock, its pid was soon another process's, and that

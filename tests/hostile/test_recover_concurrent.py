@@ -301,3 +301,21 @@ def test_a_lock_naming_a_running_pid_that_did_not_write_it_does_not_block(tmp_pa
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_an_empty_lock_left_by_a_recover_killed_before_writing_it_does_not_block(tmp_path, monkeypatch):
+    """A recover killed between the lock's exclusive create and its write left an empty lock:
+    every later recover waited 20 s, then said 'another qconsole recover is running ... (its
+    lock is fresh)' and exited 2, for five minutes. An empty lock holds only while it may be
+    being written."""
+    root, expected = _claimed_root(tmp_path)
+    _write_lock(root, "")
+    monkeypatch.setattr(claims, "RECOVER_LOCK_WAIT", 0.0)
+    with pytest.raises(OperationError):  # just made: its writer may be about to write it
+        _ops(root).recover()
+    monkeypatch.setattr(claims, "LOCK_WRITE_S", 0.2)
+    time.sleep(0.3)
+    rep = _ops(root).recover()
+    assert len(rep.restored) == 3 and not rep.problems, rep.problems
+    found, odd = inventory(root, "vsqs")
+    assert not odd and set(found) == expected

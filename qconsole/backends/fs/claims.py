@@ -319,6 +319,9 @@ def recover(root_path: str, queue_dirs: list[str], *, force: bool = False,
 #: the root-wide lock a recover holds, in the root's ``.qconsole/`` (two recovers at once
 #: each reported what the other had just settled as problems, and both exited 1)
 RECOVER_LOCK = "recover.lock"
+#: a lock file is written right after its exclusive create; one still empty this long after
+#: (by ctime, s) was left by a writer killed in between, and holds nothing
+LOCK_WRITE_S = 5.0
 #: how long a recover waits for another one to finish before it gives up (seconds)
 RECOVER_LOCK_WAIT = 20.0
 #: how often the holder renews its lock's ctime: a lock unchanged for FOREIGN_HOST_GRACE is
@@ -469,6 +472,13 @@ def holder_here_alive(words: list[str]) -> bool | None:
     return start is None or (len(words) >= 5 and words[4] == start)
 
 
+def unwritten(text: list[str], st: os.stat_result, now: float) -> bool:
+    """A lock (recover's, a trash batch's) still empty LOCK_WRITE_S after it was made: its writer
+    was killed between the create and the write (every later recover waited, then failed, for
+    FOREIGN_HOST_GRACE)."""
+    return not text and abs(now - st.st_ctime) >= LOCK_WRITE_S
+
+
 def _lock_holder(c: safety.Confined, path: str, st: os.stat_result | None) -> str | None:
     """Who holds the recover lock, as a few safe words; None when it may be broken: gone,
     not a regular file, unchanged for FOREIGN_HOST_GRACE either way of the clock (the
@@ -482,6 +492,8 @@ def _lock_holder(c: safety.Confined, path: str, st: os.stat_result | None) -> st
     here = holder_here_alive(text)
     if here is not None:
         return f"pid {text[1]} on this host" if here else None
+    if unwritten(text, st, time.time()):
+        return None
     if text and _HOST_RE.fullmatch(text[0]):
         return f"on host {text[0]}"
     return "its lock is fresh"  # being written, or of an unknown writer: alive while fresh

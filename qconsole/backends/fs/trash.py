@@ -36,7 +36,7 @@ from ...errors import OperationError, QConsoleError
 from ...model import STATE_DIR
 from ..results import TrashBatch
 from . import safety
-from .claims import (CFG, HOST, FOREIGN_HOST_GRACE, PID_REUSE_SLACK, holder_here_alive, lock_line, new_token,
+from .claims import (CFG, HOST, FOREIGN_HOST_GRACE, PID_REUSE_SLACK, holder_here_alive, lock_line, unwritten, new_token,
                      owned_name, pid_alive, started_after)
 
 MANIFEST = "manifest.json"
@@ -272,7 +272,7 @@ def _lock_alive(c: safety.Confined, path: str) -> bool:
     here = holder_here_alive(text)
     if here is not None:
         return here
-    return _fresh(st, time.time())  # another host's: alive while fresh
+    return _fresh(st, time.time()) and not unwritten(text, st, time.time())  # another host's: alive while fresh
 
 
 def _fresh(st: os.stat_result | None, now: float) -> bool:
