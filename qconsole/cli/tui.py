@@ -9,8 +9,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..backends import open_target, same_target
-from ..errors import ExitCode, QConsoleError
+from ..backends import is_redis_target, open_target, same_target
+from ..errors import ExitCode, QConsoleError, RootError
 from .app import app
 from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootOpt, fail, guarded, pick_root
 
@@ -58,7 +58,17 @@ def open_targets(roots: list[str] | None, root_opt: str | None, layout: str) -> 
     handles: list[Any] = []
     try:
         for target in targets:
-            handles.append(open_target(target, layout))
+            try:
+                handles.append(open_target(target, layout))
+            except RootError:
+                # a Redis server down beside other roots: the session opens on all of them, the
+                # root screen says why this one shows no queues and reads it once it answers
+                # (alone, it is one line and exit 2, as a mistyped host should be)
+                if len(targets) < 2 or not is_redis_target(target):
+                    raise
+                from ..backends.rsmq.backend import RsmqBackend
+
+                handles.append(RsmqBackend.open(str(target), check=False))
     except BaseException:
         for h in handles:
             h.close()

@@ -189,13 +189,63 @@ async def test_queue_screen_shows_and_peeks_a_member_that_is_not_utf8(pyrsmq, ur
 
 
 def test_open_takes_several_targets_and_refuses_a_bad_one_in_one_line(url, tmp_path) -> None:
+    """A target alone that cannot be reached, or one that is no target at all (beside others
+    too), is one line and exit 2. (A server down beside other roots opens: the next test.)"""
     droot, _ = build_fixture(str(tmp_path))
-    bad = "redis://127.0.0.1:1?ns=x"
-    out = qconsole(droot, bad, timeout=30)
+    out = qconsole("redis://127.0.0.1:1?ns=x", timeout=30)
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "cannot connect" in out.stderr and "Traceback" not in out.stderr
+    out = qconsole(droot, "redis://127.0.0.1:1?ns=%ff", timeout=30)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
     out = qconsole(droot, str(tmp_path / "missing"), url, timeout=30)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "does not exist" in out.stderr
+
+
+async def test_a_redis_server_down_beside_a_file_root_opens_and_is_read_once_it_answers(tmp_path) -> None:
+    """`qconsole /shared/queues redis://host` with the Redis server down refused to open at all
+    (exit 2): the operator could not even see the file queues. The session opens; the root
+    screen says why the Redis target shows nothing, and shows its queues once it answers."""
+    import shutil
+    import subprocess
+
+    from qconsole.cli.tui import open_targets
+    from qconsole.ops import Operations
+    from qconsole.screens.app import QConsoleApp
+    from qconsole.screens.root_screen import RootScreen
+    from redis_peer import free_port
+
+    droot, _ = build_fixture(str(tmp_path))
+    port = free_port()
+    target = f"redis://127.0.0.1:{port}?ns=late"
+    handles = open_targets([droot, target], None, "auto")
+    app = QConsoleApp(handles, interval=0, live_countdown=False, audit_log=os.devnull)
+    server = None
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, RootScreen)
+            assert {k.split(":", 1)[1] for k in screen.scans if k.startswith("0:")} == {"emails", "reports", "thumbnails"}
+            assert not [k for k in screen.scans if k.startswith("1:")]
+            assert "cannot connect" in " ".join(screen_text(app).split())
+            server = subprocess.Popen([shutil.which("redis-server"), "--port", str(port), "--bind", "127.0.0.1",
+                                       "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+            for _ in range(100):
+                try:
+                    Operations(open_target(target), audit_log=os.devnull).create_queue("jobs")
+                    break
+                except Exception:  # noqa: BLE001 (not listening yet)
+                    time.sleep(0.05)
+            screen.rescan()
+            await settle(pilot)
+            assert [k for k in screen.scans if k.startswith("1:")] == ["1:jobs"]
+            assert "cannot connect" not in " ".join(screen_text(app).split())
+    finally:
+        for h in handles:
+            h.close()
+        if server is not None:
+            server.terminate()
+            server.wait(10)
 
 
 async def test_clearing_an_rsmq_setting_is_refused_as_it_is_typed(pyrsmq, url, r, ns) -> None:

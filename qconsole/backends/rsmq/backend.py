@@ -333,12 +333,14 @@ class RsmqBackend(Backend):
         self._broken: set[str] = set()
 
     @classmethod
-    def open(cls, text: str) -> RsmqBackend:
-        from .target import hide_in_process_title
+    def open(cls, text: str, *, check: bool = True) -> RsmqBackend:
+        """The namespace of ``text``; ``check=False`` does not wait for the server to answer
+        (see :func:`.target.connect`): a wrong URL is still refused."""
+        from .target import connect, hide_in_process_title
 
         target = parse(text)
         hide_in_process_title(target.secret)  # a password typed in the URL leaves `ps` at once
-        return cls(target)
+        return cls(target, client=None if check else connect(target, check=False))
 
     # ------------------------------------------------------------------ plumbing
 

@@ -201,9 +201,11 @@ def _tls_kwargs(params: dict[str, list[str]], env: dict[str, str]) -> dict[str, 
     return out
 
 
-def connect(target: Target) -> Any:
+def connect(target: Target, *, check: bool = True) -> Any:
     """A connected ``redis.Redis`` (PING answered), or RootError with one line that names the
-    target (without its password) and why: unreachable, login refused, no such database, TLS."""
+    target (without its password) and why: unreachable, login refused, no such database, TLS.
+    ``check=False``: no PING; the client connects on its first command (a console that shows an
+    unreachable server beside other roots, and its queues once it answers)."""
     try:
         import redis
     except ImportError:
@@ -220,6 +222,8 @@ def connect(target: Target) -> Any:
     # a peer that trickles bytes or sends an endless line is one line, not a hang
     pool = client.connection_pool
     pool.connection_class = bounded_class(pool.connection_class)
+    if not check:
+        return client
     try:
         client.ping()
     except Exception as err:  # noqa: BLE001 (every failure to connect is one line, exit 2)
