@@ -160,3 +160,24 @@ def test_replies_are_framed_until_the_server_has_answered_as_redis(url):
     socks = [c._sock for c in client.connection_pool._available_connections if c._sock is not None]
     assert socks and all(isinstance(s, bounded.BoundedSocket) and s.framing is False for s in socks)
     backend.close()
+
+
+def test_commands_are_packed_by_redis_py_not_hiredis(url):
+    """ctrl+c while a purge packed its round of scripts crashed qconsole (SIGSEGV, exit -11: no
+    summary, no audit line; 1 run in ~15 of test_an_interrupted_purge_says_and_logs_what_it_did).
+    ``hiredis.pack_command`` takes an int argument's repr without checking it, and CPython's
+    ``PyObject_Repr`` fails when a signal is pending: a NULL then dereferenced. Our connections
+    pack with redis-py's own serializer, which does the same work in Python."""
+    from redis.connection import PythonRespSerializer
+
+    backend = open_target(url)
+    try:
+        conn = backend.client.connection_pool.make_connection()
+        packer = conn._command_packer
+        assert isinstance(packer, PythonRespSerializer)
+        assert b"".join(packer.pack("EVALSHA", "abc", 1, 2.5, b"\xff")) == \
+            b"*5\r\n$7\r\nEVALSHA\r\n$3\r\nabc\r\n$1\r\n1\r\n$3\r\n2.5\r\n$1\r\n\xff\r\n"
+        conn.disconnect()
+        assert backend.client.ping()
+    finally:
+        backend.close()
