@@ -18,26 +18,8 @@ KILL_MOVE_AT = {"ddmq": 54, "vsqs": 56}
 
 
 def _recover_dies_at(root: str, n: int) -> str:
-    pid = os.fork()
-    if pid == 0:
-        try:
-            calls = [0]
-
-            def wrap(real):
-                def inner(*a, **k):
-                    calls[0] += 1
-                    if calls[0] == n:
-                        os._exit(9)
-                    return real(*a, **k)
-                return inner
-
-            for name in CALLS:
-                setattr(os, name, wrap(getattr(os, name)))
-            _ops(root).recover()
-        finally:
-            os._exit(0)
-    _pid, status = os.waitpid(pid, 0)
-    return "died" if os.waitstatus_to_exitcode(status) == 9 else "done"
+    """A recover in a forked child killed just before its n-th file-system call: 'died' or 'done'."""
+    return _fail_at(n, lambda: _ops(root).recover(), "exit", type(open_target(root)))
 
 
 @pytest.mark.parametrize("layout", ["ddmq", "vsqs"])
