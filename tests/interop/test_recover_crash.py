@@ -35,9 +35,14 @@ def test_a_recover_killed_anywhere_is_finished_by_the_next(tmp_path, layout):
     for n in range(1, 200):
         _consume_some(root, layout)
         # a move killed with its second batch's journal, claims and copies in place
-        assert _fail_at(KILL_MOVE_AT[layout], _action(root, action), "exit", cls) == "died"
+        # (the count of calls before the second batch's journal shifts by a few with what the
+        # consumers took: a move that ended first, or died before that journal, is settled and tried again)
+        moved = _fail_at(KILL_MOVE_AT[layout], _action(root, action), "exit", cls)
+        assert moved in ("died", "done"), moved
         _found, odd = inventory(root, layout)
-        assert any(".qconsole-batch-" in x for x in odd) and any(".qconsole-claim-" in x for x in odd), odd
+        if not (any(".qconsole-batch-" in x for x in odd) and any(".qconsole-claim-" in x for x in odd)):
+            _settled(root, layout, expected)
+            continue
         if _recover_dies_at(root, n) == "done":
             break
         died += 1
