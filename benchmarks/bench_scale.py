@@ -405,7 +405,7 @@ def bench_startup(args: argparse.Namespace) -> dict:
     }
     if BASELINE:  # the same commands of the baseline's qconsole, in the same rounds
         cmds.update({f"{k} (baseline)": _as_baseline(argv) for k, argv in list(cmds.items()) if argv[0] == QCONSOLE})
-    # the terminal table (Rich) as an operator sees it: Rich's own switch, no pty needed
+    # the terminal table as an operator sees it (TTY_COMPATIBLE: the switch Rich and qconsole read; no pty needed)
     envs = {k: dict(env, TTY_COMPATIBLE="1") if k.startswith("ls (terminal)") else env for k in cmds}
     res = {}
     for k, argv in cmds.items():  # warm-up

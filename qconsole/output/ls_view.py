@@ -130,16 +130,27 @@ def _write_rows(handle: Any, queue: str, cols: Any, *, state: str | None, limit:
         for w in scan.warnings:
             sys.stderr.write(f"warning: {escape_controls(w, keep_newlines=False)}\n")
         return
-    from rich.console import Console
+    from .tables import messages_terminal
 
+    notes = [f"{len(shown)} of {count} shown (--limit)"] if len(shown) < count else []
+    # Rich's table, written without importing Rich where it needs no judgement (start-up time)
+    text = None if scan.warnings else messages_terminal(queue, shown, scan.scanned_at, sizes, notes)
+    if text is not None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    from ..safetext import safe_text
     from .tables import messages_table
 
     console = Console(highlight=False, soft_wrap=False)
     console.print(messages_table(queue, shown, scan.scanned_at, sizes))
-    if len(shown) < count:
-        console.print(f"{len(shown)} of {count} shown (--limit)")
-    for w in scan.warnings:
-        console.print(f"[yellow]warning[/] {w}")
+    for note in notes:
+        console.print(note)
+    for w in scan.warnings:  # (a warning names keys and files: never read as markup)
+        console.print(Text.assemble(("warning", "yellow"), " ", safe_text(w)))
 
 
 def write_ids(ids: list[str], count: int, warnings: list[str]) -> None:

@@ -114,23 +114,48 @@ def _deadline(deadline: float | None, now: float) -> str:
 #: the ls table's columns, and which of them are right-aligned
 MESSAGE_COLUMNS = ("#", "id", "state", "prio", "created", "deadline", "size")
 _MESSAGE_RIGHT = (True, False, False, True, False, False, True)
+_STATE_AT = MESSAGE_COLUMNS.index("state")
 
 
-def messages_table(queue: str, messages: list[Message], now: float, sizes: dict[str, int | None]) -> "RenderableType":
-    table = _table(title=safe_text(queue))
-    for col, right in zip(MESSAGE_COLUMNS, _MESSAGE_RIGHT):
-        table.add_column(col, justify="right" if right else "left", no_wrap=True, overflow="ellipsis")
-    for i, m in enumerate(messages, 1):
-        table.add_row(
+def terminal_cells(messages: list[Message], now: float, sizes: dict[str, int | None]) -> list[tuple[str, ...]]:
+    """The ls table's cells on a terminal: short ids, controls escaped (the state column is
+    styled by STATE_STYLES)."""
+    return [
+        (
             str(i) if m.state == READY else "",
-            safe_text(short_id(m), keep_newlines=False),
-            safe_text(m.state, STATE_STYLES.get(m.state, "")),
+            safe_name(short_id(m)),
+            m.state,
             m.priority_text or "-",
             _created(m.created_at, now),
             _deadline(m.deadline, now),
             humanize.size(sizes.get(m.relpath)),
         )
+        for i, m in enumerate(messages, 1)
+    ]
+
+
+def messages_table(queue: str, messages: list[Message], now: float, sizes: dict[str, int | None]) -> "RenderableType":
+    from rich.text import Text
+
+    table = _table(title=safe_text(queue))
+    for col, right in zip(MESSAGE_COLUMNS, _MESSAGE_RIGHT):
+        table.add_column(col, justify="right" if right else "left", no_wrap=True, overflow="ellipsis")
+    for cells in terminal_cells(messages, now, sizes):
+        # Text, not str: Rich would read a str cell as markup
+        table.add_row(*(Text(c, style=STATE_STYLES.get(c, "") if i == _STATE_AT else "", end="")
+                        for i, c in enumerate(cells)))
     return table
+
+
+def messages_terminal(queue: str, messages: list[Message], now: float, sizes: dict[str, int | None],
+                      notes: list[str], environ: dict[str, str] | None = None) -> str | None:
+    """What Rich prints for :func:`messages_table` and then the ``notes`` lines, written
+    without importing Rich (:mod:`.term_table`); None when only Rich can say."""
+    from ..safetext import escape_controls
+    from .term_table import simple_table
+
+    return simple_table(escape_controls(queue), MESSAGE_COLUMNS, terminal_cells(messages, now, sizes),
+                        _MESSAGE_RIGHT, {_STATE_AT: STATE_STYLES}, notes, environ)
 
 
 def messages_plain(messages: list[Message], now: float, sizes: dict[str, int | None]) -> list[str]:
