@@ -7,6 +7,7 @@ the cluster's shared file system); the Spark job aggregates the samples into hou
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
@@ -31,14 +32,27 @@ TREND_COLUMNS: tuple[str, ...] = (
 )
 
 
+#: the largest count a ``long`` column holds
+LONG_MAX = 2**63 - 1
+
+
 def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A message count, None for what no stats document holds: not a whole number, negative,
+    or beyond a Spark ``long`` (which would fail the whole report over one line)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= LONG_MAX:
+        return None
+    return value
 
 
 def _seconds(value: Any) -> float | None:
+    """An age in seconds, None unless a finite non-negative number (JSON's NaN, Infinity, 1e999)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int of hundreds of digits
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def parse_line(line: str) -> list[tuple] | None:
@@ -51,10 +65,12 @@ def parse_line(line: str) -> list[tuple] | None:
         return None
     try:
         at = datetime.fromisoformat(str(doc["generated_at"]).replace("Z", "+00:00"))
-    except (KeyError, ValueError):
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=timezone.utc)
+        # in UTC, as Spark stores it: 0001-01-01T00:00+14:00 is before year 1 (OverflowError there)
+        at = at.astimezone(timezone.utc)
+    except (KeyError, ValueError, OverflowError):
         return None
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
     out = []
     for q in doc.get("queues") or ():
         if not isinstance(q, dict) or not isinstance(q.get("name"), str):

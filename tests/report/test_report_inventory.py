@@ -318,3 +318,46 @@ def test_a_failed_listing_helper_is_one_line(tmp_path):
             listing.index()
     finally:
         listing.cleanup()
+
+
+def test_history_lines_spark_cannot_hold_are_skipped_or_unknown_never_fail_the_report(tmp_path):
+    """One forged or corrupt line of a --history file failed the whole report: a ready count past
+    a long ('Spark failed: [VALUE_OUT_OF_BOUNDS]', exit 2) or a time before year 1 in UTC
+    ('internal error: OverflowError: date value out of range', exit 70). A time Spark cannot
+    hold skips the line (counted); a count or an age no stats document holds is unknown."""
+    import json
+    import math
+
+    def doc(at: str = "2024-05-01T10:00:00Z", **q) -> str:
+        queue = {"name": "jobs", "layout": "ddmq", "ready": 4, "inflight": 1, "expired": 0,
+                 "oldest_ready_age_s": 10.0, **q}
+        return json.dumps({"schema": "qconsole.stats/2", "generated_at": at, "queues": [queue]})
+
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join([
+        doc(),
+        doc("0001-01-01T00:00:00+14:00"),  # 0000-12-31 in UTC
+        doc("9999-12-31T23:59:59-14:00"),  # year 10000 in UTC
+        doc(ready=10**30, inflight=-3, expired=2**63),
+        doc(oldest_ready_age_s=float("nan")),
+        doc(oldest_ready_age_s=float("inf")),
+        doc(oldest_ready_age_s=-5.0),
+        doc(oldest_ready_age_s=10**400),
+        doc("2024-05-01T12:00:00+02:00", ready=2**63 - 1),
+    ]) + "\n")
+    samples, info = history.read_history([str(path)])
+    assert info["lines"] == 9 and info["skipped_lines"] == 2 and info["samples"] == 7
+    assert samples[1][3:6] == (None, None, None)
+    assert [s[6] for s in samples[2:6]] == [None] * 4
+    assert samples[6][3] == 2**63 - 1 and samples[6][0].utcoffset().total_seconds() == 0
+    for at, _q, _l, *numbers in samples:
+        assert at.year >= 1 and at.utcoffset().total_seconds() == 0
+        assert all(n is None or (0 <= n <= 2**63 - 1) for n in numbers[:3])
+        assert numbers[3] is None or math.isfinite(numbers[3])
+    types = pytest.importorskip("pyspark.sql.types")
+    from qconsole.report.spark_job import schema_of
+
+    schema = schema_of(history.SAMPLE_COLUMNS)
+    for sample in samples:  # what createDataFrame does to each row first (no JVM needed)
+        schema.toInternal(sample)
+    assert isinstance(schema, types.StructType)
