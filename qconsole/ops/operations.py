@@ -316,6 +316,7 @@ class Operations:
     def create_queue(self, queue: str, *, made_root: bool = False) -> OpResult:
         self._guard("create")
         self.root.validate_queue_name(queue)
+        self.root.check_new_queue_name(queue)  # the store's rule for a name it makes
         names, _errors = self.root.queue_names()
         if queue in names:
             raise OperationError(f"{queue!r} already exists in {self.root.target}")

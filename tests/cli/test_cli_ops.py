@@ -341,3 +341,29 @@ def test_create_over_something_that_is_no_queue_says_so(droot, name):
     res = run("create", name, "-r", droot)
     assert res.exit_code == 2 and f"'{name}' is in {droot} already, and is not a ddmq queue" in res.output, res.output
     assert tree(droot) == before
+
+
+@pytest.mark.parametrize("name", ["a\nb", "a\x1bb", "a\tb", "a\x7fb", "\u200b", "a\u202eb", " ", " a", "a "],
+                         ids=["newline", "esc", "tab", "del", "zwsp", "bidi", "blank", "lead", "trail"])
+@pytest.mark.parametrize("layout", ["ddmq", "vsqs"])
+def test_create_refuses_a_name_that_would_not_show_as_itself(tmp_path, droot, name, layout):
+    """`create $'a\\nb'` (or ESC, a tab, a zero-width space, a bidi override, ' ', 'a ') made the
+    queue: a name ls --ids cannot give back, that tables and logs show escaped, or that reads
+    as another queue ('a ' as 'a'). Refused in one line, nothing made, in an existing root or a
+    new one; a directory already named so is still a queue every command reaches."""
+    root = droot if layout == "ddmq" else str(tmp_path / "v")
+    if layout == "vsqs":
+        os.makedirs(os.path.join(root, "jobs"))
+    before = tree(root)
+    res = run("create", name, "-r", root)
+    assert res.exit_code == 2 and "bad queue name" in res.output and len(res.output.splitlines()) == 1, res.output
+    assert tree(root) == before
+    newroot = str(tmp_path / "new")
+    res = run("create", name, "-r", newroot, "--layout", layout)
+    assert res.exit_code == 2 and "bad queue name" in res.output and not os.path.exists(newroot), res.output
+    os.makedirs(os.path.join(root, name, "work"))  # made by someone else: still a queue
+    if layout == "ddmq":
+        with open(os.path.join(root, name, "ddmq.yaml"), "w") as fh:
+            fh.write("priority: 5\n")
+    assert run("publish", name, "x", "-r", root).exit_code == 0
+    assert run("stats", "-r", root, "--json").exit_code == 0

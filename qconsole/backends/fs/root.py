@@ -88,7 +88,18 @@ class FileBackend(Backend):
 
     @classmethod
     def check_new_queue_name(cls, name: str) -> str:
-        return validate_queue_name(name)
+        """What `create` makes: a plain name (as for every queue) that also shows as itself on
+        one line: no control or invisible character (a line end, ESC, tab, zero-width space,
+        a bidi override: `ls --ids`, tables and logs escape them), no blank at either end
+        (' a' and 'a ' read as 'a'). A directory already named so is still a queue."""
+        validate_queue_name(name)
+        if not name.isprintable():
+            raise QueueNameError(f"bad queue name {name!r}: control or invisible characters "
+                                 "(a new queue's name shows as itself, on one line)")
+        if name != name.strip():
+            raise QueueNameError(f"bad queue name {name!r}: blanks at its start or end "
+                                 "(a new queue's name shows as itself)")
+        return name
 
     @classmethod
     def make_target(cls, target: str) -> bool:

@@ -108,7 +108,7 @@ def validate_queue_name(name: str) -> str:
     if not name:
         raise QueueNameError("empty queue name")
     if "/" in name or "\0" in name or "\\" in name:
-        raise QueueNameError(f"bad queue name {name!r}: a queue name is a plain name, without '/'")
+        raise QueueNameError(f"bad queue name {name!r}: a queue name is a plain name, without '/', '\\' or NUL")
     if name in (".", ".."):
         raise QueueNameError(f"bad queue name {name!r}")
     if name.startswith("."):
