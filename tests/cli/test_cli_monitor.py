@@ -128,6 +128,34 @@ def test_stats_queue_filter(ddmq_busy):
     assert res.exit_code == 2 and res.stderr.count("\n") == 1 and "no queue 'nope'" in res.stderr
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_queue_named_twice_is_counted_once(ddmq_busy, jobs):
+    """`stats -q jobs -q jobs` (a generated list of queues) counted jobs twice: totals 16 of 8,
+    two rows; Prometheus repeated every series (the whole scrape fails on a duplicate) and
+    `check` said '2 queues, 12 ready' with each perfdata label twice. Through the console
+    script (the typer-free path an operator's cron runs) and typer's."""
+    root, b = ddmq_busy
+    b.create_queue("other")
+    exe = os.path.join(os.path.dirname(sys.executable), "qconsole")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QCONSOLE")}
+    twice = ["-q", "jobs", "-q", "other", "-q", "jobs", "--jobs", jobs]
+
+    def script(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([exe, *args], capture_output=True, text=True, timeout=60, env=env)
+
+    for out in (script("stats", root, "--json", *twice).stdout, run("stats", root, "--json", *twice).stdout):
+        doc = json.loads(out)
+        assert [q["name"] for q in doc["queues"]] == ["jobs", "other"]
+        assert doc["totals"]["queues"] == 2 and doc["totals"]["total"] == 8
+    prom = script("stats", root, "--format", "prometheus", *twice).stdout
+    series = [line.rsplit(" ", 1)[0] for line in prom.splitlines() if not line.startswith("#")]
+    assert len(series) == len(set(series)) and series
+    res = script("check", root, "--warn-ready", "100", *twice)
+    assert res.returncode == 0 and "2 queues, 6 ready" in res.stdout, res.stdout
+    perf = res.stdout.split("|", 1)[1].split()
+    assert len(perf) == len({p.split("=")[0] for p in perf})
+
+
 def test_root_from_positional_option_and_environment(ddmq_busy, tmp_path):
     root, _b = ddmq_busy
     for args, env in ((["stats", root], None), (["stats", "--root", root], None), (["stats", "-r", root], None),

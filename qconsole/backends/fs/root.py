@@ -228,7 +228,9 @@ class FileBackend(Backend):
         now = time.time() if now is None else now
         names, errors = self.queue_names()
         if queues:
-            wanted = [validate_queue_name(q) for q in queues]
+            # each queue once: `-q a -q a` (a generated list) counted it twice in the totals,
+            # repeated its Prometheus series (a scrape fails) and its Nagios perfdata
+            wanted = list(dict.fromkeys(validate_queue_name(q) for q in queues))
             missing = [q for q in wanted if q not in names]
             if missing:
                 raise UnknownQueueError(f"no queue {missing[0]!r} in {self.path}")

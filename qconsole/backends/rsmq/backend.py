@@ -510,7 +510,7 @@ class RsmqBackend(Backend):
         started = time.perf_counter()
         names, errors = self.queue_names()
         if queues:
-            wanted = [self.validate_queue_name(q) for q in queues]
+            wanted = list(dict.fromkeys(self.validate_queue_name(q) for q in queues))  # each once
             missing = [q for q in wanted if q not in names]
             if missing:
                 raise UnknownQueueError(f"no queue {missing[0]!r} in {self.target}")
