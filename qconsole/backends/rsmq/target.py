@@ -254,6 +254,14 @@ def describe_error(err: BaseException) -> str:
     if not isinstance(err, rx.ResponseError) and ("certificate" in low or "ssl" in low or "tls" in low):
         # (a server's error reply may name a key or queue holding these letters: not TLS)
         return f"TLS failed: {text} (give the CA with ?ca=PATH or --ca PATH; --insecure skips the check)"
+    if isinstance(err, rx.ResponseError) and text.startswith(("WRONGTYPE", "Command # ")) and "WRONGTYPE" in text:
+        # redis-py's 'Command # 2 (ZCARD rsmq:q) of pipeline caused error: WRONGTYPE ...', or a
+        # script's '... script: <sha1>, on @user_script:48.': say which key where it is known
+        import re
+
+        named = re.match(r"Command # \d+ \(\S+ (\S+)[^)]*\) of pipeline", text)
+        key = named.group(1) if named else "a key of this queue"
+        return f"{key} is not of the type rsmq writes (WRONGTYPE: planted, or another program's); left alone"
     if isinstance(err, rx.TimeoutError):
         if "connecting" in low:
             return f"no answer within {CONNECT_TIMEOUT_S:g} s (is the server up, and is this its port?)"
