@@ -107,7 +107,7 @@ def _write_rows(handle: Any, queue: str, cols: Any, *, state: str | None, limit:
     count = len(rows) if total is None else total
     if ids_only:
         ids = cols.ids
-        write_ids([ids[i] for i in (rows[:limit] if limit else rows)], count, scan.warnings)
+        write_ids([ids[i] for i in (rows[:limit] if limit else rows)], count, scan.warnings, scan.errors)
         return
     shown = [cols[i] for i in (rows[:limit] if limit else rows)]
     sizes = handle.message_sizes(queue, shown)
@@ -120,21 +120,19 @@ def _write_rows(handle: Any, queue: str, cols: Any, *, state: str | None, limit:
     from .plain import to_terminal
 
     if not to_terminal(sys.stdout):  # a pipe or a file: plain lines, notes on stderr, no Rich
-        from ..safetext import escape_controls
         from .tables import messages_plain
 
         sys.stdout.write("".join(line + "\n" for line in messages_plain(shown, scan.scanned_at, sizes)))
         sys.stdout.flush()
         if len(shown) < count:
             sys.stderr.write(f"{len(shown)} of {count} shown (--limit)\n")
-        for w in scan.warnings:
-            sys.stderr.write(f"warning: {escape_controls(w, keep_newlines=False)}\n")
+        write_notes(scan.warnings, scan.errors)
         return
     from .tables import messages_terminal
 
     notes = [f"{len(shown)} of {count} shown (--limit)"] if len(shown) < count else []
     # Rich's table, written without importing Rich where it needs no judgement (start-up time)
-    text = None if scan.warnings else messages_terminal(queue, shown, scan.scanned_at, sizes, notes)
+    text = None if scan.warnings or scan.errors else messages_terminal(queue, shown, scan.scanned_at, sizes, notes)
     if text is not None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -149,17 +147,26 @@ def _write_rows(handle: Any, queue: str, cols: Any, *, state: str | None, limit:
     console.print(messages_table(queue, shown, scan.scanned_at, sizes))
     for note in notes:
         console.print(note)
-    for w in scan.warnings:  # (a warning names keys and files: never read as markup)
-        console.print(Text.assemble(("warning", "yellow"), " ", safe_text(w)))
+    for kind, style, lines in (("warning", "yellow", scan.warnings), ("error", "red", scan.errors)):
+        for line in lines:  # (they name keys and files: never read as markup)
+            console.print(Text.assemble((kind, style), " ", safe_text(line, keep_newlines=False)))
 
 
-def write_ids(ids: list[str], count: int, warnings: list[str]) -> None:
+def write_notes(warnings: list[str], errors: list[str]) -> None:
+    """A listing's warnings and errors (entries named like messages that are not: a FIFO, a
+    directory...) on stderr, one line each, controls escaped: stdout stays the listing."""
+    from ..safetext import escape_controls
+
+    for kind, lines in (("warning", warnings), ("error", errors)):
+        for line in lines:
+            sys.stderr.write(f"{kind}: {escape_controls(line, keep_newlines=False)}\n")
+
+
+def write_ids(ids: list[str], count: int, warnings: list[str], errors: list[str]) -> None:
     """``ls --ids``: one full id a line and nothing else on stdout, what ``requeue``/``delete``/
     ``move`` read back from stdin with ``-``; notes on stderr. An id a line cannot carry is
     left out with a warning, never written raw: RSMQ members are any bytes (a line end or
     other control character, bytes that are not UTF-8, only blanks); file ids never are."""
-    from ..safetext import escape_controls
-
     fit = [mid for mid in ids if mid.isprintable() and mid.strip()]
     sys.stdout.flush()
     sys.stdout.buffer.write("".join(mid + "\n" for mid in fit).encode())  # UTF-8, whatever the locale: what '-' reads
@@ -169,5 +176,4 @@ def write_ids(ids: list[str], count: int, warnings: list[str]) -> None:
     if len(fit) < len(ids):
         sys.stderr.write(f"warning: {len(ids) - len(fit)} id(s) left out: control characters, undecodable bytes "
                          "or only blanks cannot be given back one a line\n")
-    for w in warnings:
-        sys.stderr.write(f"warning: {escape_controls(w, keep_newlines=False)}\n")
+    write_notes(warnings, errors)

@@ -504,3 +504,24 @@ def test_one_root_spelt_two_ways_is_one_root_and_the_console_refuses_two(tmp_pat
         assert res.exit_code == 0 and json.loads(res.stdout)["queues"][0]["name"] == "jobs", (other, res.output)
     res = run("open", "v", "-r", "d")  # the console (`qconsole v -r d`): `-r d` was silently ignored
     assert res.exit_code == 2 and "give every root as ROOT" in res.output, res.output
+
+
+def test_ls_says_what_it_left_out_in_every_form(tmp_path):
+    """A FIFO named like a message is no message (ls leaves it out, as --json's errors say): the
+    table, the plain lines and --ids say so on a line of their own, not only --json."""
+    queue = tmp_path / "jobs"
+    queue.mkdir()
+    (queue / "1795713694746677").write_bytes(b"x")
+    os.mkfifo(queue / "1795713694746678")
+    said = "1795713694746678: named like a message but not a regular file"
+    base = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR")}
+    for extra, env in (([], base), (["--ids"], base), ([], {**base, "TTY_COMPATIBLE": "1", "NO_COLOR": "1"})):
+        res = subprocess.run([sys.executable, "-m", "qconsole", "ls", "jobs", "-r", str(tmp_path), *extra],
+                             capture_output=True, text=True, env=env, timeout=60)
+        assert res.returncode == 0, res.stderr
+        # the terminal's table is followed by its notes (as stats' table); a pipe keeps them off stdout
+        notes = res.stdout if env is not base else res.stderr
+        assert [line for line in notes.splitlines() if said in line] in (["error: " + said], ["error " + said])
+        assert "1795713694746677" in res.stdout and "1795713694746678" not in res.stdout.replace(said, "")
+    res = run("ls", "jobs", "-r", str(tmp_path))  # typer's path prints the same
+    assert res.exit_code == 0 and "error: " + said in res.output.splitlines()
