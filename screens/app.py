@@ -117,6 +117,9 @@ class QConsoleApp(App[None]):
         self.quitting = False
         #: the question ctrl+q asks when a form holds unsaved edits
         self._edits_question: ConfirmScreen | None = None
+        #: ("Quit? purge is still running", what runs) while that question is open: it is taken
+        #: back when the change ends first (it stayed up saying "still running" after the end)
+        self._running_question: tuple[ConfirmScreen, str] | None = None
         #: set: the changes under way stop at their next progress tick (a safe point)
         self.stop_changes = threading.Event()
         for r in self.roots:
@@ -221,6 +224,14 @@ class QConsoleApp(App[None]):
         if self.quitting and not self.changing:
             self.exit()  # the last change ended: the quit asked for
             return
+        if not self.changing and self._running_question is not None:
+            # the change ended while "Quit? … is still running" was open: no longer true, and
+            # its y ("closes when it has ended") has nothing left to wait for
+            question, what = self._running_question
+            self._running_question = None
+            if self.screen is question:
+                question.dismiss(None)
+                self.say(f"{what} has ended: ctrl+q quits now", "information")
         lead = "quitting when done · " if self.quitting else ""  # (short: the header cuts the rest)
         if not self.running:
             self.sub_title = lead + self.roots_title
@@ -265,14 +276,18 @@ class QConsoleApp(App[None]):
             return
 
         def answered(yes: bool | None) -> None:
+            if self._running_question is not None and self._running_question[0] is question:
+                self._running_question = None
             if yes:
                 self.quitting = True
                 self._update_header()  # it says so (or quits now: the change ended meanwhile)
 
-        self.push_screen(ConfirmScreen(
+        question = ConfirmScreen(
             f"Quit? {what} is still running",
             "y: the console closes when it has ended (ctrl+q again offers to stop it at a safe "
-            "point); n: stay."), answered)
+            "point); n: stay.")
+        self._running_question = (question, what)
+        self.push_screen(question, answered)
 
     def _operation_result(self, root: Backend, label: str, call: Callable[[Any], Any]) -> Any:
         """``call``'s result, its summary said; None (and the error said) when it failed."""

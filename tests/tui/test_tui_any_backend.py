@@ -383,6 +383,41 @@ def test_quitting_during_a_bulk_change_does_not_stop_it_part_way(monkeypatch: py
     assert backend.finished and backend.queues["jobs"] == {}  # it had ended when the app returned
 
 
+def test_the_quit_question_goes_when_the_change_ends_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ctrl+q during a purge asks "Quit? purge is still running"; the operator does not answer
+    and the purge ends: the question stayed up saying it was still running (tmux, a purge of
+    60,000 RSMQ messages, the header back to the roots behind it). It is taken back and the
+    console says the purge ended and that ctrl+q quits now; the console keeps running."""
+    import threading
+
+    from qconsole.screens.dialogs import ConfirmScreen
+
+    app, backend = purging_app(monkeypatch)
+    seen: list[Any] = []
+
+    async def operator(pilot: Any) -> None:
+        seen.append(await start_purge(app, backend, pilot))
+        await pilot.press("ctrl+q")
+        await pilot.pause(0.2)
+        seen.append(isinstance(app.screen, ConfirmScreen) and "still running" in screen_text(app))
+        backend.go_on.set()  # the purge's second half: it ends with the question open
+        for _ in range(300):
+            await pilot.pause(0.01)
+            if not app.changing and not isinstance(app.screen, ConfirmScreen):
+                break
+        await pilot.pause(0.1)
+        seen.append(screen_text(app))
+        seen.append(type(app.screen).__name__)
+        app.exit()
+
+    app.run(headless=True, size=(80, 24), auto_pilot=operator)
+    assert seen[0] is True and seen[1] is True
+    assert backend.finished
+    assert "still running" not in seen[2], seen[2]  # was: the question, still up after the end
+    assert seen[3] != "ConfirmScreen"
+    assert any("purge has ended: ctrl+q quits now" in e.text for e in app.log_entries)
+
+
 def test_a_second_ctrl_q_while_quitting_stops_the_change_at_a_safe_point(monkeypatch: pytest.MonkeyPatch,
                                                                         tmp_path: Any) -> None:
     """Waiting to quit, ctrl+q again offers to stop the change: it stops at its next progress
