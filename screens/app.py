@@ -78,8 +78,12 @@ class QConsoleApp(App[None]):
         thresholds: Thresholds | None = None,
         colors: int | None = None,
         first_counts: list[Any] | None = None,
+        outside_cpu: Clock | None = None,
     ) -> None:
         super().__init__()
+        #: CPU seconds used so far by threads of this process that are not the console's (the
+        #: demo's simulated clients): left out where the console spaces its work by its own CPU
+        self.outside_cpu = outside_cpu
         self.roots: list[Backend] = roots if isinstance(roots, list) else [roots]
         #: per root, the counts a forked process started taking before the app (None: none);
         #: the root screen's first scan takes them (Backend.start_first_count)
@@ -152,6 +156,10 @@ class QConsoleApp(App[None]):
             self._ops[key] = Operations(root, read_only=self.read_only, audit_log=self.audit_log,
                                         user_action_source="tui")
         return self._ops[key]
+
+    def own_cpu(self) -> float:
+        """The process's CPU seconds so far, less what :attr:`outside_cpu` says is not the console's."""
+        return time.process_time() - (self.outside_cpu() if self.outside_cpu is not None else 0.0)
 
     def refuse_if_read_only(self, what: str) -> bool:
         """True (and says so) when a change is not allowed."""

@@ -273,8 +273,9 @@ class QueueScreen(Screen[None]):
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
-        # the process's CPU over the last cycle (one listing to the next) spaces the next one
-        cpu = time.process_time()
+        # the console's CPU over the last cycle (one listing to the next) spaces the next one (the
+        # process's, less the demo's simulated clients that run in it)
+        cpu = self.qapp.own_cpu()
         if self._cycle_start is not None:
             self._cycle_cpu = cpu - self._cycle_start
         self._cycle_start = cpu

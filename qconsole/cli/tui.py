@@ -156,6 +156,6 @@ def demo(
     from ..demo import demo_session
     from qconsole.screens.app import QConsoleApp
 
-    with demo_session(dir_) as (roots, _sim), job_control_restored():
+    with demo_session(dir_) as (roots, sim), job_control_restored():
         run_console(QConsoleApp([open_target(r) for r in roots], interval=interval, read_only=read_only,
-                                thresholds=_demo_thresholds()))
+                                thresholds=_demo_thresholds(), outside_cpu=sim.cpu_seconds))

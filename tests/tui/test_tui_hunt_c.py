@@ -1,0 +1,82 @@
+"""Bug hunt C: an operator's first minutes in tmux at 80x24, 120x40 and 200x50, on the demo and on
+a mixed session (a VSQS root, a ddmq root and an RSMQ namespace, live clients beside). One test
+per finding, written to fail before its fix."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+pytest.importorskip("textual")
+
+from tui_helpers import make_app, open_queue, settle  # noqa: E402
+
+
+# -- 1. the demo's queue screen was listed every 12 s: the simulated clients' CPU was counted ----
+
+class _FakeTime:
+    """The time module, but process_time is the test's: the console's own CPU stays put while
+    "the demo's clients" in the same process use a second of CPU per cycle."""
+
+    def __init__(self, state: dict[str, float]) -> None:
+        self.state = state
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    def process_time(self) -> float:
+        return 10.0 + self.state["busy"]
+
+
+async def test_the_demos_clients_cpu_does_not_space_the_queue_screens_rescans(vsqs_root: tuple[str, Any],
+                                                                              monkeypatch: Any) -> None:
+    """In `qconsole demo` a queue of ~50 messages was listed again every 12 s (RESCAN_MAX_S), not
+    every 2: the rescans are spaced by the process's CPU over a cycle, and the demo's producers
+    and consumers are threads of the same process (7-8 % of a core), so the console's share
+    never looked under 4.5 %. The list lagged 12 s behind a live queue, consumed rows '(gone)'.
+    The CPU the app is told is not its own (the demo's clients) is left out."""
+    from qconsole.screens import app as app_module
+    from qconsole.screens import queue_screen as qs
+    from qconsole.screens.queue_screen import QueueScreen
+
+    state = {"busy": 0.0}
+    fake = _FakeTime(state)
+    monkeypatch.setattr(qs, "time", fake)
+    monkeypatch.setattr(app_module, "time", fake)
+    delays: list[float] = []
+    original = QueueScreen.set_timer
+
+    def recording(self: Any, delay: float, callback: Any = None, **kw: Any) -> Any:
+        if getattr(callback, "__name__", "") == "_auto_rescan":
+            delays.append(delay)
+        return original(self, delay, callback, **kw)
+
+    monkeypatch.setattr(QueueScreen, "set_timer", recording)
+    root, manager = vsqs_root
+    for i in range(3):
+        manager.get_queue("jobs").publish(f"m{i}".encode())
+    app = make_app([root], interval=1.0, outside_cpu=lambda: state["busy"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "jobs")
+        for _ in range(2):
+            state["busy"] += 1.0  # the demo's clients, one CPU second over this cycle
+            screen.rescan()
+            await settle(pilot)
+        assert delays, "no rescan was scheduled"
+        assert delays[-1] == pytest.approx(2.0), delays  # was 12.0: the clients' second counted as the console's
+
+
+def test_the_simulation_says_how_much_cpu_its_clients_used(tmp_path: Any) -> None:
+    from qconsole.demo import Simulation, make_vsqs_root
+
+    vroot = make_vsqs_root(str(tmp_path / "vsqs"))
+    sim = Simulation(vroot).start()
+    try:
+        time.sleep(1.5)
+        used = sim.cpu_seconds()
+    finally:
+        sim.stop()
+    assert sim.errors == []
+    assert 0.0 < used <= time.process_time()
