@@ -63,6 +63,13 @@ SORTS = [("name", "name"), ("backlog", "backlog"), ("oldest", "oldest age"), ("e
 
 WIDTHS = {key: width for key, _label, width in COLUMNS}
 
+#: several roots open: a "root" column after the queue's, as wide as its longest label up to
+#: this, when the terminal has room for it beyond 80 columns (three rows named `jobs` at 200
+#: columns told nothing of which was the VSQS, the ddmq or the RSMQ one)
+ROOT_COL_MAX = 24
+#: the narrowest root column shown (a longer label keeps its head and tail around …)
+ROOT_COL_MIN = 8
+
 LEVEL_STYLE = {OK: "", WARNING: "bold yellow", CRITICAL: "bold red reverse"}
 
 
@@ -165,6 +172,8 @@ class RootScreen(Screen[None]):
         self.filter_text = ""
         self.sort_index = 0
         self.queue_width = QUEUE_WIDTH
+        #: the root column's width (0: not shown: one root, or no room)
+        self.root_width = 0
         self.last_batch: ScanBatch | None = None
         self._timer = None
         #: row key -> (the store's stamp of the queue, monotonic time) at its last count
@@ -200,20 +209,46 @@ class RootScreen(Screen[None]):
             self.rescan()
 
     def on_resize(self) -> None:
-        if self.scans and self.wanted_queue_width() != self.queue_width:  # (not for a new height)
+        if self.scans and self.wanted_widths() != (self.queue_width, self.root_width):  # (not for a new height)
             self.refresh_table()
+
+    def column_keys(self) -> list[str]:
+        """The table's columns in order: the root's after the queue's when it is shown."""
+        keys = [key for key, _label, _width in COLUMNS]
+        return keys[:1] + ["root"] + keys[1:] if self.root_width else keys
 
     def _add_columns(self, table: DataTable) -> None:
         for key, label, width in COLUMNS:
             table.add_column(other_label(self.qapp.roots) if key == "other" else label, key=key,
                              width=self.queue_width if key == "queue" else width)
+            if key == "queue" and self.root_width:
+                table.add_column("root", key="root", width=self.root_width)
 
-    def wanted_queue_width(self) -> int:
-        """The queue column's width: 13 at 80 columns, and what a wider terminal has to spare,
-        up to the longest name shown."""
+    def root_text(self, i: int) -> str:
+        """How the root column names root ``i``: its short label, and its kind when the label
+        does not say it (``vsqs``, ``ddmq``, ``redis.sock (rsmq)``)."""
+        root = self.qapp.roots[i]
+        label = self.qapp.root_label(root) or root.target  # (made safe where it is shown)
+        return label if root.kind in label else f"{label} ({root.kind})"
+
+    def wanted_widths(self) -> tuple[int, int]:
+        """(queue column, root column): 13 and none at 80 columns. A wider terminal gives what
+        it has to spare first to a root column (several roots open), then to the names, up to
+        the longest shown."""
         longest = max((cell_len(safe_name(scan.name)) + 1 for _i, scan in self.scans.values()), default=0)
         spare = max(0, self.size.width - BASE_WIDTH)
-        return max(QUEUE_WIDTH, min(longest, QUEUE_WIDTH + spare))
+        root_w = 0
+        if len(self.qapp.roots) > 1:
+            natural = min(ROOT_COL_MAX, max(cell_len(safe_name(self.root_text(i))) for i in range(len(self.qapp.roots))))
+            root_w = min(natural, spare - 2)  # (a column's two cells of padding)
+            if root_w >= min(natural, ROOT_COL_MIN):
+                spare -= root_w + 2
+            else:
+                root_w = 0
+        return max(QUEUE_WIDTH, min(longest, QUEUE_WIDTH + spare)), root_w
+
+    def wanted_queue_width(self) -> int:
+        return self.wanted_widths()[0]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.MUTATING and self.qapp.read_only:
@@ -370,6 +405,7 @@ class RootScreen(Screen[None]):
         notes = queue_notes(scan, now)
         mark = 2 if any(sev == "error" for sev, _ in notes) else 1 if notes else 0
         ready, expired = c.get(READY, 0), c.get(EXPIRED, 0)
+        i = self.scans[key][0]
         return (
             scan.name, self.queue_width, bool(scan.errors) and scan.total == 0, mark,
             ready, c.get(INFLIGHT, 0), expired,
@@ -378,6 +414,7 @@ class RootScreen(Screen[None]):
             level(expired, t.warn_expired, t.crit_expired),
             humanize.duration(age), humanize.duration(nxt), nxt is not None and nxt <= 30,
             rate_text(hist.rate_in, WIDTHS["in"]), rate_text(hist.rate_out, WIDTHS["out"]), hist.spark(SPARK_WIDTH),
+            self.root_text(i) if self.root_width else None, self.root_width,
         )
 
     def row_cells(self, key: str) -> list[Text | str]:
@@ -392,10 +429,10 @@ class RootScreen(Screen[None]):
         wanted_set = set(wanted)
         present = [str(k.value) for k in table.rows]
         cursor_key = self.cursor_key()
-        width = self.wanted_queue_width()
+        widths = self.wanted_widths()
         with self.app.batch_update():
-            if width != self.queue_width:  # resized, or a longer name: the columns again
-                self.queue_width = width
+            if widths != (self.queue_width, self.root_width):  # resized, or a longer name: the columns again
+                self.queue_width, self.root_width = widths
                 table.clear(columns=True)
                 self._add_columns(table)
                 present = []
@@ -419,7 +456,7 @@ class RootScreen(Screen[None]):
                 cells = row_cells(values)
                 looks = [cell_look(c) for c in cells]
                 before = self.shown.get(key)
-                for i, ((col, _l, _w), value) in enumerate(zip(COLUMNS, cells)):
+                for i, (col, value) in enumerate(zip(self.column_keys(), cells)):
                     if before is None or before[i] != looks[i]:
                         table.update_cell(key, col, value)
                 self.shown[key] = looks
@@ -651,7 +688,7 @@ _NO_HISTORY = QueueHistory()
 def row_cells(values: tuple) -> list[Text | str]:
     """A row's cells from its :meth:`RootScreen.row_values`."""
     (name, queue_width, failed, mark, ready, inflight, expired, other, lv_ready, lv_age, lv_expired,
-     oldest, nxt, soon, rate_in, rate_out, spark) = values
+     oldest, nxt, soon, rate_in, rate_out, spark, root, root_width) = values
 
     def num(n: int, col: str, style: str = "", lvl: int = OK) -> Text:
         if failed:
@@ -660,8 +697,10 @@ def row_cells(values: tuple) -> list[Text | str]:
                     justify="right")
 
     flag = Text("!", style="bold red") if mark == 2 else Text("!", style="yellow") if mark else Text(" ")
+    where = [Text(short_name(root, root_width), style="dim")] if root_width else []
     return [
         Text.assemble(flag, (short_name(name, queue_width - 1), "bold")),
+        *where,
         num(ready, "ready", "", lv_ready),
         num(inflight, "inflight", "green"),
         num(expired, "expired", "red", lv_expired),

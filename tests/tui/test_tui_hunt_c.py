@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from tui_helpers import make_app, open_queue, settle  # noqa: E402
+from tui_helpers import make_app, open_queue, screen_text, settle  # noqa: E402
 
 
 # -- 1. the demo's queue screen was listed every 12 s: the simulated clients' CPU was counted ----
@@ -80,3 +80,42 @@ def test_the_simulation_says_how_much_cpu_its_clients_used(tmp_path: Any) -> Non
         sim.stop()
     assert sim.errors == []
     assert 0.0 < used <= time.process_time()
+
+
+# -- 2. several roots at 200 columns: three rows named `jobs` and nothing to tell them apart -----
+
+@pytest.mark.parametrize("size", [(200, 50), (120, 40), (80, 24)])
+async def test_with_several_roots_a_wide_root_screen_says_each_rows_root(vsqs_root: tuple[str, Any],
+                                                                         ddmq_root: tuple[str, Any],
+                                                                         size: tuple[int, int]) -> None:
+    """A VSQS and a ddmq root both holding `jobs` (a mixed session, tmux at 200x50): the two rows
+    read `jobs` alike, the other 120 columns blank; only the line under the table named the
+    highlighted one's root, so telling them apart took moving onto each. Where the terminal has
+    room past 80 columns, a root column names each row's root; 80 columns stay as they were."""
+    from qconsole.screens.root_screen import RootScreen
+
+    vroot, manager = vsqs_root
+    droot, broker = ddmq_root
+    manager.get_queue("jobs").publish(b"v")
+    for _ in range(3):
+        broker.publish("jobs", "d")
+    app = make_app([vroot, droot], clock=time.time)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RootScreen)
+        region = screen.query_one("DataTable").region
+        lines = screen_text(app).splitlines()[region.y:region.y + region.height]
+        rows = [line for line in lines if line.strip().lstrip("!").startswith("jobs ")]
+        assert len(rows) == 2, "\n".join(lines)
+        if size[0] >= 120:
+            head = next(line for line in lines if line.strip().startswith("queue"))
+            assert "root" in head.split(), head
+            by_root = {("vsqs" in r.split()): r for r in rows}
+            assert set(by_root) == {True, False}, rows  # was: both rows '  jobs   …' alike
+            assert " 1 " in by_root[True] and " 3 " in by_root[False], rows
+            assert "ddmq" in by_root[False].split(), rows
+        else:  # 80 columns: the table as it was (no room)
+            assert not any(w in ("vsqs", "ddmq") for r in rows for w in r.split()), rows
+        # every row of the table stays within the terminal
+        assert all(len(line.rstrip()) <= size[0] for line in lines)
