@@ -54,6 +54,9 @@ RESCAN_CPU_SHARE = 0.045
 RESCAN_MAX_S = 12.0
 #: after a listing longer than this the freed memory is handed back to the system
 TRIM_AFTER = 100_000
+#: what r and R say of RSMQ's expired messages (rsmq's requeue would leave them as they are)
+RSMQ_EXPIRED_VISIBLE = ("RSMQ: expired messages are visible already: the next receive takes them, in their place "
+                        "by score (nothing to requeue; they stay counted expired, as received before)")
 #: changes are refused while these key actions are asked for in read-only mode
 MUTATING_ACTIONS = frozenset({"requeue", "requeue_expired", "delete", "move", "publish", "purge", "undo"})
 
@@ -747,10 +750,25 @@ class QueueScreen(Screen[None]):
         msgs = self._selection()
         if not msgs:
             return
+        visible = 0
+        if self.qroot.kind == RSMQ:
+            # an expired RSMQ message is visible already (its timeout passed): rsmq's requeue
+            # leaves it where it is, and `e` then `r` said "requeue q: 70 done" while the title
+            # still said "expired 70" (R says why and does nothing)
+            now = self.qapp.clock()
+            kept = [m for m in msgs if shown_state(m, now) != EXPIRED]
+            visible = len(msgs) - len(kept)
+            if not kept:
+                self.qapp.say(RSMQ_EXPIRED_VISIBLE)
+                return
+            msgs = kept
         ids = [m.id for m in msgs]
         q = self.queue
 
         def go() -> None:
+            if visible:
+                self.qapp.say(f"RSMQ: {visible} expired message(s) left as they are: visible already, the next "
+                              "receive takes them")
             # a marked message consumed meanwhile is skipped (said in the summary), not a failure
             self.qapp.run_operation(self.qroot, "requeue", lambda ops: ops.requeue(q, ids, missing="skip"),
                                     self._after)
@@ -779,9 +797,7 @@ class QueueScreen(Screen[None]):
         if self.qroot.kind == RSMQ:
             # rsmq's requeue (changeMessageVisibility 0) leaves a message whose timeout passed
             # where it is: R said "N done" and the title still said "expired N" (received before)
-            self.qapp.say("RSMQ: expired messages are visible already: the next receive takes them, in "
-                          "their place by score (nothing to requeue; they stay counted expired, as received "
-                          "before)")
+            self.qapp.say(RSMQ_EXPIRED_VISIBLE)
             return
         q = self.queue
         self.qapp.run_operation(self.qroot, "requeue expired", lambda ops: ops.requeue(q, expired_only=True),

@@ -119,3 +119,58 @@ async def test_with_several_roots_a_wide_root_screen_says_each_rows_root(vsqs_ro
             assert not any(w in ("vsqs", "ddmq") for r in rows for w in r.split()), rows
         # every row of the table stays within the terminal
         assert all(len(line.rstrip()) <= size[0] for line in lines)
+
+
+# -- 3. `e` then `r` on an RSMQ queue said "N done" and changed nothing ------------------------------
+
+@pytest.mark.parametrize("with_in_flight", [False, True])
+async def test_r_on_marked_expired_rsmq_messages_does_not_claim_a_requeue(with_in_flight: bool) -> None:
+    """R on RSMQ says expired messages are visible already (test_r_on_rsmq_says_...); but marking
+    them (`e`, or the cursor on one) and pressing `r` ran rsmq's requeue, which leaves a message
+    whose timeout passed where it is, and said "requeue events: 70 done" while the title still
+    said "expired 70" (tmux, a Node consumer that never deletes). The expired ones are left out
+    and said so; in-flight ones marked with them are still requeued (after the question)."""
+    from rsmq import RedisSMQ
+
+    from test_tui_hunt_first_minutes import pyrsmq_queue
+
+    server, ns = pyrsmq_queue()
+    q = RedisSMQ(host="127.0.0.1", port=server.port, ns=ns, qname="jobs")
+    for i in range(4):
+        q.sendMessage(message=f"m{i}").execute()
+    for _ in range(2):
+        q.receiveMessage(vt=1).execute()  # a consumer that died holding them
+    if with_in_flight:
+        q.receiveMessage(vt=300).execute()  # one still being worked on
+    time.sleep(1.2)
+    client = server.client()
+    try:
+        before = client.zrange(f"{ns}:jobs", 0, -1, withscores=True)
+    finally:
+        client.close()
+    app = make_app([server.url(ns)], clock=time.time)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(pilot, "jobs")
+        assert "expired 2" in screen_text(app).splitlines()[1]
+        await pilot.press("e")
+        if with_in_flight:
+            await pilot.press("f")
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        if with_in_flight:
+            assert "1 still in flight" in screen_text(app)
+            await pilot.press("y")
+            await settle(pilot)
+        log = "\n".join(e.text for e in app.log_entries)
+        assert "2 done" not in log and "3 done" not in log, log  # was "requeue jobs: 2 done"
+        assert "visible already" in log, log
+        if with_in_flight:
+            assert "requeue jobs: 1 done" in log, log
+    client = server.client()
+    try:
+        after = dict(client.zrange(f"{ns}:jobs", 0, -1, withscores=True))
+    finally:
+        client.close()
+    was = [(m, score) for m, score in before if score < time.time() * 1000]  # (scores in ms)
+    assert len(was) >= 2 and all(after.get(m) == score for m, score in was)  # untouched, in their place
