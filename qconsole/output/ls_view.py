@@ -105,9 +105,11 @@ def _write_rows(handle: Any, queue: str, cols: Any, *, state: str | None, limit:
                     break
         rows = found
     count = len(rows) if total is None else total
+    # the entries left out (a FIFO named like a message...); an unread listing ends the call instead
+    errors = [e for e in scan.errors if e != scan.unread()]
     if ids_only:
         ids = cols.ids
-        write_ids([ids[i] for i in (rows[:limit] if limit else rows)], count, scan.warnings, scan.errors)
+        write_ids([ids[i] for i in (rows[:limit] if limit else rows)], count, scan.warnings, errors)
         return
     shown = [cols[i] for i in (rows[:limit] if limit else rows)]
     sizes = handle.message_sizes(queue, shown)
@@ -126,13 +128,13 @@ def _write_rows(handle: Any, queue: str, cols: Any, *, state: str | None, limit:
         sys.stdout.flush()
         if len(shown) < count:
             sys.stderr.write(f"{len(shown)} of {count} shown (--limit)\n")
-        write_notes(scan.warnings, scan.errors)
+        write_notes(scan.warnings, errors)
         return
     from .tables import messages_terminal
 
     notes = [f"{len(shown)} of {count} shown (--limit)"] if len(shown) < count else []
     # Rich's table, written without importing Rich where it needs no judgement (start-up time)
-    text = None if scan.warnings or scan.errors else messages_terminal(queue, shown, scan.scanned_at, sizes, notes)
+    text = None if scan.warnings or errors else messages_terminal(queue, shown, scan.scanned_at, sizes, notes)
     if text is not None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -147,7 +149,7 @@ def _write_rows(handle: Any, queue: str, cols: Any, *, state: str | None, limit:
     console.print(messages_table(queue, shown, scan.scanned_at, sizes))
     for note in notes:
         console.print(note)
-    for kind, style, lines in (("warning", "yellow", scan.warnings), ("error", "red", scan.errors)):
+    for kind, style, lines in (("warning", "yellow", scan.warnings), ("error", "red", errors)):
         for line in lines:  # (they name keys and files: never read as markup)
             console.print(Text.assemble((kind, style), " ", safe_text(line, keep_newlines=False)))
 
