@@ -34,7 +34,8 @@ class TrashScreen(Screen[None]):
 
     MUTATING = frozenset({"restore"})
     BINDINGS = [
-        Binding("enter,r", "restore", "Restore", id="trash.restore"),
+        # priority: the table's own enter (select a row) did nothing at all on an empty trash
+        Binding("enter,r", "restore", "Restore", id="trash.restore", priority=True),
         Binding("g", "reload", "Reload", id="trash.reload"),
         Binding("escape,q", "back", "Back", id="trash.back"),
         Binding("j", "cursor(1)", "Down", show=False, id="trash.down"),
@@ -123,7 +124,13 @@ class TrashScreen(Screen[None]):
 
     def action_restore(self) -> None:
         app = services(self)
-        if app.refuse_if_read_only("restore") or not self.batches:
+        if app.refuse_if_read_only("restore"):
+            return
+        if not self.batches:  # the footer offers r: said, not silence
+            listed = self.last_batch
+            why = ("the trash is still being listed" if listed is None else
+                   "the trash could not be listed" if getattr(listed, "error", None) else "the trash is empty")
+            app.say(f"nothing to restore: {why}", "warning")
             return
         table = self.query_one(DataTable)
         batch = self.batches[min(table.cursor_row, len(self.batches) - 1)]

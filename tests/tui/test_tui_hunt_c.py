@@ -174,3 +174,24 @@ async def test_r_on_marked_expired_rsmq_messages_does_not_claim_a_requeue(with_i
         client.close()
     was = [(m, score) for m, score in before if score < time.time() * 1000]  # (scores in ms)
     assert len(was) >= 2 and all(after.get(m) == score for m, score in was)  # untouched, in their place
+
+
+# -- 4. r (the footer's "r Restore") on an empty trash did nothing at all ---------------------------
+
+@pytest.mark.parametrize("key", ["r", "enter"])
+async def test_restore_on_an_empty_trash_says_there_is_nothing_to_restore(vsqs_root: tuple[str, Any],
+                                                                          key: str) -> None:
+    from qconsole.screens.trash_screen import TrashScreen
+
+    root, manager = vsqs_root
+    manager.get_queue("jobs").publish(b"x")
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        assert isinstance(app.screen, TrashScreen) and "the trash is empty" in screen_text(app)
+        await pilot.press(key)
+        await settle(pilot)
+        log = "\n".join(e.text for e in app.log_entries)
+        assert "nothing to restore: the trash is empty" in log, log  # was: nothing happened, nothing said
