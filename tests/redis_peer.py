@@ -54,7 +54,14 @@ class RedisServer:
                      "--tls-key-file", tls["key"], "--tls-ca-cert-file", tls["ca"], "--tls-auth-clients", "no"]
         else:
             args += ["--port", str(self.port)]
-        self.proc = subprocess.Popen([*args, *(extra or [])], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.args = [*args, *(extra or [])]
+        self.start()
+
+    def start(self) -> None:
+        """(Re)start the server on its port and socket (a restart comes back empty: no save)."""
+        if os.path.exists(self.sock):
+            os.unlink(self.sock)
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10
         while not os.path.exists(self.sock):
             if self.proc.poll() is not None or time.monotonic() > deadline:

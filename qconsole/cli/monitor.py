@@ -12,14 +12,14 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..errors import QConsoleError
+from ..errors import QConsoleError, error_line
 from ..fastpath import fast_stats, queue_parts, write_stats  # noqa: F401 (fast_stats re-exported)
 from ..backends.base import Backend
 from ..backends import open_target
 from ..states import STATES
 from ..payload import WHOLE_CAP
 from .app import app
-from .common import AuditLogOpt, CheckTypesOpt, JobsOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootArg, RootOpt, fail, guarded, pick_root
+from .common import AuditLogOpt, CheckTypesOpt, JobsOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootArg, RootOpt, fail, guarded, pick_root, write_error
 
 
 class Format(str, Enum):
@@ -82,30 +82,67 @@ def stats(
         _watch_table(handle, queue, watch, check_types=check_types, jobs=jobs)
         return
     try:
-        while True:
-            started = time.monotonic()
-            once()
-            time.sleep(max(0.0, watch - (time.monotonic() - started)))
+        _every(watch, once, _say_on_stderr)
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
 
 
+def _say_on_stderr(line: str | None, every: float) -> None:
+    write_error(f"{line} (still watching: trying again every {every:g} s)" if line is not None else "scanning again")
+
+
+def _every(every: float, once: Any, say: Any) -> None:
+    """Run ``once`` every ``every`` seconds until ctrl+c. A watch outlives a failed scan (a
+    Redis restart, an NFS hiccup, a root moved away for a moment): ``say(line, every)`` tells
+    of a failure once, until it changes, and ``say(None, every)`` of the recovery; only a first
+    scan that fails ends the watch (a mistyped root is an error, not something to wait for)."""
+    failing: str | None = None
+    first = True
+    while True:
+        started = time.monotonic()
+        try:
+            once()
+        except BrokenPipeError:  # `stats --watch --json | head -1`: the reader is gone
+            raise
+        except (QConsoleError, OSError) as err:
+            if first:
+                raise
+            line, _code = error_line(err)  # type: ignore[misc]
+            if line != failing:
+                say(line, every)
+            failing = line
+        else:
+            if failing is not None:
+                say(None, every)
+            failing = None
+        first = False
+        time.sleep(max(0.0, every - (time.monotonic() - started)))
+
+
 def _watch_table(handle: Backend, queue: list[str] | None, every: float, *, check_types: bool, jobs: int | None) -> None:
-    """On a terminal, ``stats --watch`` redraws one table in place (like watch(1)) until ctrl+c.
+    """On a terminal, ``stats --watch`` redraws one table in place (like watch(1)) until ctrl+c;
+    a failed scan shows its error in the table's place until a scan succeeds again.
 
     Piped or redirected, it appends a table per scan instead, so a log keeps the history.
     """
     from rich.live import Live
+    from rich.text import Text
 
     from ..output.tables import stats_table
+    from ..safetext import safe_text
 
     console = _stdout_console()
     try:
         with Live(console=console, auto_refresh=False, transient=False) as live:
-            while True:
-                started = time.monotonic()
+            def once() -> None:
                 live.update(stats_table(handle.scan(queue, check_types=check_types, jobs=jobs)), refresh=True)
-                time.sleep(max(0.0, every - (time.monotonic() - started)))
+
+            def say(line: str | None, every: float) -> None:
+                if line is not None:
+                    live.update(Text.assemble(("error", "red"), " ", safe_text(line, keep_newlines=False),
+                                              f" (still watching: trying again every {every:g} s)"), refresh=True)
+
+            _every(every, once, say)
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
 

@@ -525,3 +525,35 @@ def test_ls_says_what_it_left_out_in_every_form(tmp_path):
         assert "1795713694746677" in res.stdout and "1795713694746678" not in res.stdout.replace(said, "")
     res = run("ls", "jobs", "-r", str(tmp_path))  # typer's path prints the same
     assert res.exit_code == 0 and "error: " + said in res.output.splitlines()
+
+
+def test_a_watch_outlives_a_failed_scan_and_says_so_once(tmp_path):
+    """stats --watch feeding a monitor keeps going when the root is gone for a while (an NFS
+    hiccup, a restore): one line when it fails, one when it scans again, documents before and
+    after; a first scan that fails still ends it (a mistyped root)."""
+    import signal
+
+    from running_lines import RunningLines
+
+    root = tmp_path / "root"
+    (root / "jobs").mkdir(parents=True)
+    (root / "jobs" / "1795713694746677").write_bytes(b"x")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    watch = RunningLines([sys.executable, "-m", "qconsole", "stats", "--watch", "0.2", "--json", str(root)], env)
+    try:
+        watch.wait_for(lambda: len(watch.out) >= 2)
+        root.rename(tmp_path / "away")
+        watch.wait_for(lambda: len(watch.err) >= 1)
+        before = len(watch.out)
+        time.sleep(1.0)  # five more failed scans: still one line
+        assert len(watch.err) == 1 and "still watching: trying again every 0.2 s" in watch.err[0], watch.err
+        assert watch.err[0].startswith("qconsole: cannot read root") and len(watch.out) == before
+        (tmp_path / "away").rename(root)
+        watch.wait_for(lambda: len(watch.out) >= before + 2)
+        assert watch.err[1:] == ["qconsole: scanning again\n"]
+        assert json.loads(watch.out[-1])["totals"]["ready"] == 1
+    finally:
+        assert watch.stop(signal.SIGINT) == 0
+    res = subprocess.run([sys.executable, "-m", "qconsole", "stats", "--watch", "0.2", "--json", str(tmp_path / "nope")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
