@@ -261,7 +261,7 @@ def delete_queue(
 ) -> None:
     """Remove a queue as its clients do (RSMQ: deleteQueue). A queue holding messages needs --force."""
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="delete-queue")
-    ops.root.scan_queue(queue)  # unknown queue: say so before asking
+    ops.queue_total(queue)  # unknown queue: say so before asking
     _confirm(f"Delete queue {safe_name(queue)}" + (" and every message in it" if force else "") + "?", yes)
     _report(ops, ops.delete_queue(queue, force=force))
 

@@ -15,7 +15,7 @@ from operator import is_not, itemgetter
 from typing import Any
 
 from ..backends.base import DELETE_QUEUE, SETTINGS, Backend, Unsupported, find_message
-from ..errors import MessageNotFoundError, QConsoleError, SettingsError
+from ..errors import MessageNotFoundError, QConsoleError, SettingsError, UnknownQueueError
 from ..model import Message, QueueScan
 from ..states import DELAYED, EXPIRED, INFLIGHT, READY
 from . import audit
@@ -331,22 +331,33 @@ class Operations:
 
         return self._run("create", queue, body, layout=self.root.kind, made_root=made_root)
 
+    def queue_total(self, queue: str) -> int:
+        """The messages ``queue`` holds (UnknownQueueError for no queue). A name listed with
+        nothing behind it (RSMQ: in QUEUES without its settings, as stats reports) holds none:
+        delete-queue takes such a name away, as its clients' deleteQueue does."""
+        try:
+            return self.root.scan_queue(queue).total
+        except UnknownQueueError:
+            if queue not in self.root.queue_names()[0]:
+                raise
+            return 0
+
     def delete_queue(self, queue: str, *, force: bool = False) -> OpResult:
         """Remove a queue as its clients do; one that still holds messages only with ``force``
         (its messages are then gone for good: a trash batch could not be restored into it)."""
         self._guard("delete-queue")
         if not self.root.can(DELETE_QUEUE):
             raise Unsupported(f"{self.root.title}: deleting queues is not supported")
-        scan = self.root.scan_queue(queue)
-        if scan.total and not force:
-            raise OperationError(f"{queue!r} still holds {scan.total} message(s): purge it first "
+        total = self.queue_total(queue)
+        if total and not force:
+            raise OperationError(f"{queue!r} still holds {total} message(s): purge it first "
                                  "(undoable), or --force to delete them with the queue")
 
         def body() -> OpResult:
             self.root.delete_queue(queue, force=force)
             return OpResult("delete-queue", queue, done=[queue])
 
-        return self._run("delete-queue", queue, body, messages=scan.total, force=force)
+        return self._run("delete-queue", queue, body, messages=total, force=force)
 
     # ------------------------------------------------------------------ trash
 

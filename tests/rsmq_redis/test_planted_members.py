@@ -272,3 +272,37 @@ def test_peek_of_a_huge_body_reads_only_what_it_shows(node, url, r, ns):
     # the first 64 KiB shown, and the whole body's size
     assert res.returncode == 0 and "96.0 MiB" in res.stdout and len(res.stdout) < 1 << 20, res.stdout[-200:]
     r.hdel(f"{ns}:jobs:Q", big)
+
+
+def test_peek_of_a_listed_member_without_a_body_says_so_not_gone(node, r, ns, url):
+    """A member planted in the sorted set with no body in the hash: ls lists it, so peek must
+    not call it consumed; it says the body is missing, in one line."""
+    node.call("createQueue", qname="jobs")
+    node.call("sendMessage", qname="jobs", message="real")
+    r.zadd(f"{ns}:jobs", {"bodiless0000000000000000000000ab": 1})
+    assert "bodiless0000000000000000000000ab" in qconsole("ls", "jobs", "--root", url, "--ids").stdout
+    res = qconsole("peek", "jobs", "bodiless0000000000000000000000ab", "--root", url)
+    one_line_error(res)
+    assert "has no body" in res.stderr and "gone" not in res.stderr, res.stderr
+    r.zrem(f"{ns}:jobs", "bodiless0000000000000000000000ab")  # now it is gone: said as before
+    res = qconsole("peek", "jobs", "bodiless0000000000000000000000ab", "--root", url)
+    one_line_error(res)
+    assert "no body" not in res.stderr, res.stderr
+
+
+def test_delete_queue_takes_away_a_name_listed_without_settings(node, r, ns, url, audit):
+    """A name in QUEUES whose settings are gone (stats: 'listed ... has no settings') was 'no
+    queue' to delete-queue, so it stayed listed for good. It goes now, as Node's deleteQueue
+    takes it; one whose sorted set still holds members needs --force, as any queue holding some."""
+    node.call("createQueue", qname="keep")
+    r.sadd(f"{ns}:QUEUES", "stale", "stale2")
+    r.zadd(f"{ns}:stale2", {"abcdefabcdefabcdefabcdefabcdefab": 1})
+    res = qconsole("delete-queue", "stale", "--root", url, "--yes", *audit)
+    assert res.returncode == 0, res.stderr
+    res = qconsole("delete-queue", "stale2", "--root", url, "--yes", *audit)
+    one_line_error(res)
+    assert "--force" in res.stderr and r.exists(f"{ns}:stale2")
+    assert qconsole("delete-queue", "stale2", "--root", url, "--yes", "--force", *audit).returncode == 0
+    assert sorted(node.call("listQueues")) == ["keep"] and not r.exists(f"{ns}:stale2")
+    one_line_error(qconsole("delete-queue", "never", "--root", url, "--yes", *audit))  # no queue: as before
+    node_still_works(node, "keep")

@@ -891,7 +891,7 @@ class RsmqBackend(Backend):
         length cross the network, as a file peek reads ``cap`` + 1 bytes of a big file."""
         import redis.exceptions as rx
 
-        from ...errors import MessageNotFoundError
+        from ...errors import MessageNotFoundError, QConsoleError
         from ...payload import payload_from_bytes
 
         hkey, key = self.hkey(msg.queue), member(msg.id)
@@ -914,6 +914,10 @@ class RsmqBackend(Backend):
         if body is None:
             body = self._call(self._client.hget, hkey, key)
             if body is None:
+                if self._call(self._client.zscore, self.zkey(msg.queue), key) is not None:
+                    # still listed: a member without its body, which no rsmq client writes alone
+                    raise QConsoleError(f"message {msg.id} of {msg.queue!r} has no body: {hkey} holds no field "
+                                        "for it (planted, or a writer that died between its writes)")
                 raise gone
             size = len(body)
         data = bytes(body)
@@ -1190,6 +1194,9 @@ class RsmqBackend(Backend):
         if n < 0:
             # the script counts members, the caller's check messages: members that are no message
             # (:func:`not_an_id`, planted) stay whatever purge does
+            if not self._call(self._client.hexists, self.hkey(queue), "vt"):
+                raise OperationError(f"{queue!r} has no settings ({self.hkey(queue)}) but {self.zkey(queue)} holds "
+                                     "members no client can receive; not deleted (--force deletes them with it)")
             scan = self.scan_queue(queue)
             if not scan.total and scan.counts.get(FOREIGN):
                 raise OperationError(f"{queue!r} holds no message but {scan.counts[FOREIGN]} member(s) of {self.zkey(queue)} "
