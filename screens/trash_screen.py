@@ -29,13 +29,22 @@ QUEUE_W = 12
 COUNT_W = 5
 
 
+class BatchTable(DataTable):  # type: ignore[type-arg]
+    """The batches: on an empty trash the table's own enter (select a row) gives way to the
+    screen's, which says there is nothing to restore (it did nothing at all)."""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "select_cursor" and not self.row_count:
+            return False
+        return super().check_action(action, parameters)
+
+
 class TrashScreen(Screen[None]):
     """Newest batch first; enter restores the batch under the cursor (after asking)."""
 
     MUTATING = frozenset({"restore"})
     BINDINGS = [
-        # priority: the table's own enter (select a row) did nothing at all on an empty trash
-        Binding("enter,r", "restore", "Restore", id="trash.restore", priority=True),
+        Binding("r,enter", "restore", "Restore", id="trash.restore"),
         Binding("g", "reload", "Reload", id="trash.reload"),
         Binding("escape,q", "back", "Back", id="trash.back"),
         Binding("j", "cursor(1)", "Down", show=False, id="trash.down"),
@@ -57,7 +66,7 @@ class TrashScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(Text.assemble(("trash of ", "dim"), (safe_name(self.qroot.target), "bold")), id="ttitle")
-        table: DataTable[Text | str] = DataTable(cursor_type="row", id="batches")
+        table: DataTable[Text | str] = BatchTable(cursor_type="row", id="batches")
         for key, label, width in (("when", "when", 19), ("action", "action", 6), ("queue", "queue", QUEUE_W),
                                   ("count", "msgs", COUNT_W), ("holds", "holds", HOLDS_W)):
             table.add_column(label, key=key, width=width)
