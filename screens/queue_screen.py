@@ -450,9 +450,17 @@ class QueueScreen(Screen[None]):
         lst = self.query_one(MessageList)
         t = Text()
         notes = Text()
+        # a pass that could not read the queue (its Redis server restarting, a mount gone for a
+        # moment) keeps the rows and counts last read: said so, and the position, the marks and
+        # the time of that read stay in the status (the row went blank, the title's counts
+        # looked live)
+        stale = bool(self.error) and not self.gone and self.scan is not None
         if self.error:
             notes.append(safe_name(self.error), "red")
-        elif self.scan is not None:
+            if stale:
+                last = self.scanned_at or self.scan.scanned_at
+                notes.append(f"\nthe rows and counts shown are those read at {humanize.clock(last)[11:]}", "yellow")
+        if self.scan is not None and (not self.error or stale):
             total = len(lst.messages)
             failed = unreadable(self.scan)
             now = self.qapp.clock()
@@ -496,8 +504,12 @@ class QueueScreen(Screen[None]):
                 t = fields(True)
             t.no_wrap, t.overflow = True, "ellipsis"
             if not total and self.view is None and not failed and not self.still_listing:
+                if notes:
+                    notes.append("\n")
                 notes.append("this queue is empty", "dim")
             if lst.lost is not None:
+                if notes:
+                    notes.append("\n")
                 notes.append(f"message {safe_name(lst.lost)} is gone (consumed or changed); "
                              "the cursor stays at its place", "yellow")
             for w in self.scan.warnings[:1]:

@@ -195,3 +195,40 @@ async def test_restore_on_an_empty_trash_says_there_is_nothing_to_restore(vsqs_r
         await settle(pilot)
         log = "\n".join(e.text for e in app.log_entries)
         assert "nothing to restore: the trash is empty" in log, log  # was: nothing happened, nothing said
+
+
+# -- 5. a pass that could not read the queue blanked the status row and kept the counts as live ----
+
+async def test_a_failed_rescan_keeps_the_position_marks_and_says_the_rows_are_the_last_read(
+        vsqs_root: tuple[str, Any], monkeypatch: Any) -> None:
+    """The RSMQ server went down under an open queue (tmux, redis-cli shutdown): the error line
+    said 'cannot connect', but the status row went blank (no position, no '2 marked', no scan
+    time) while the rows and the title's counts stayed as if live. The status keeps its fields,
+    the time of the last read among them, and a line says the rows are those read then."""
+    from qconsole.errors import QConsoleError
+    from qconsole.screens.queue_screen import QueueScreen
+
+    root, manager = vsqs_root
+    for i in range(3):
+        manager.get_queue("jobs").publish(f"m{i}".encode())
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(pilot, "jobs")
+        assert isinstance(screen, QueueScreen)
+        await pilot.press("space", "space")
+        await settle(pilot)
+        assert "2 marked" in screen_text(app)
+
+        def down(*_a: Any, **_k: Any) -> Any:
+            raise QConsoleError("redis://127.0.0.1:6398: cannot connect: Connection refused.")
+
+        monkeypatch.setattr(screen.qroot, "list_messages", down)
+        await pilot.press("g")
+        await settle(pilot)
+        text = screen_text(app)
+        lines = text.splitlines()
+        assert "cannot connect" in text
+        status = lines[-2]
+        assert "3/3" in status and "2 marked" in status and "scanned 12:00:00" in status, text  # was a blank row
+        assert "the rows and counts shown are those read at 12:00:00" in text, text
+        assert "ready 3" in lines[1]  # the counts last read, said to be so
