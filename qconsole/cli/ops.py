@@ -186,6 +186,10 @@ def move(
     changes.move(src, dest, ids, all_, state, root_opt, layout, read_only, audit_log)
 
 
+#: the key column of `config`'s listing is at most this wide (ddmq's and rsmq's keys are ~10)
+CONFIG_KEY_WIDTH = 24
+
+
 @app.command()
 @guarded
 def config(
@@ -243,7 +247,8 @@ def config(
         doc = {k: {"value": eff[k].value, "source": eff[k].source} for k in keys}
         sys.stdout.write(json.dumps(finite(doc), indent=2, default=str) + "\n")
         return
-    width = max(len(k) for k in keys)
+    # aligned on the usual keys: one long key (a planted one) runs on its own line, not all values off screen
+    width = min(max(len(k) for k in keys), CONFIG_KEY_WIDTH)
     for k in keys:
         _say(f"{k:<{width}}  {eff[k].value!s:<12} ({eff[k].source})")
 

@@ -210,6 +210,18 @@ def test_config_shows_sources_and_sets(droot):
     assert "requeue_prio: 3" in open(os.path.join(droot, "ddmq.yaml")).read()
 
 
+def test_config_keeps_values_in_view_beside_a_very_long_key(droot):
+    """One 5,000-character key (config accepts it) padded every line to its width: all the
+    values sat 5,000 columns to the right. The usual keys stay aligned, the long one runs on."""
+    long_key = "k" * 5000
+    assert run("config", "jobs", f"{long_key}=1", "-r", droot).exit_code == 0
+    res = run("config", "jobs", "-r", droot)
+    assert res.exit_code == 0
+    lines = {line.split()[0]: line for line in res.output.splitlines()}
+    assert len(lines["priority"]) < 80 and lines["priority"].split()[1:] == lines["priority"][24:].split()
+    assert lines[long_key].startswith(long_key + "  1")
+
+
 def test_vsqs_config_says_no_settings(vsqs_root):
     root, manager = vsqs_root
     manager.get_queue("jobs")
