@@ -43,6 +43,11 @@ AGE_W = 6
 EXP_W = 9
 SIZE_W = 5
 RD_W = 2
+#: the redelivery column where the preview keeps at least WIDE_PREVIEW cells beside it (from ~120
+#: columns on): a
+#: receive count of 150 (RSMQ, the dead-letter view's very subject) read "1…" in two cells
+RD_WIDE = 4
+WIDE_PREVIEW = 24
 #: a preview narrower than this says nothing: the column is left out
 PREVIEW_MIN = 8
 
@@ -159,7 +164,8 @@ class Columns:
         room = width - fixed
         # optional columns in the order they are given up as the width shrinks: preview first
         self.rd = redeliveries and room >= 1 + RD_W
-        room -= (1 + RD_W) if self.rd else 0
+        self.rd_w = RD_WIDE if room >= 1 + RD_WIDE + 1 + SIZE_W + 1 + WIDE_PREVIEW else RD_W
+        room -= (1 + self.rd_w) if self.rd else 0
         self.size = room >= 1 + SIZE_W
         room -= (1 + SIZE_W) if self.size else 0
         self.preview_w = room - 1 if room - 1 >= PREVIEW_MIN else 0
@@ -174,7 +180,7 @@ class Columns:
             t += f" {'prio':>{PRIO_W}}"
         t += f" {'age':>{AGE_W}} {'expires':>{EXP_W}}"
         if self.rd:
-            t += f" {'rd':>{RD_W}}"
+            t += f" {'rd':>{self.rd_w}}"
         if self.size:
             t += f" {'size':>{SIZE_W}}"
         if self.preview_w:
@@ -479,9 +485,9 @@ class MessageList(ScrollView, can_focus=True):
         segments.append(Segment(f"{left:>{EXP_W}}", row_style + COUNTDOWN_STYLE[level] if left else row_style))
         if cols.wants_details:
             if cols.rd:
-                rd = "" if det is None or det.redeliveries is None else fit_cell(str(det.redeliveries), RD_W)
+                rd = "" if det is None or det.redeliveries is None else fit_cell(str(det.redeliveries), cols.rd_w)
                 rd_style = row_style + Style(color="red", bold=True) if rd not in ("", "0") else row_style
-                segments.append(Segment(f" {rd:>{RD_W}}", rd_style))
+                segments.append(Segment(f" {rd:>{cols.rd_w}}", rd_style))
             if cols.size:
                 segments.append(Segment(f" {short_size(det.size) if det else '':>{SIZE_W}}", row_style))
             if cols.preview_w:

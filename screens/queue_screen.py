@@ -671,6 +671,10 @@ class QueueScreen(Screen[None]):
         lst.number_by(whole, self.view_places)
         if event.matched or event.done:
             lst.set_messages(list(self.view_matches))
+            # the columns follow the rows shown: a view opened empty laid out an 8-cell id column,
+            # and its header stayed so over the 32-character ids of the matches until the next
+            # listing (every head off by 24 cells at 200 columns)
+            self.update_header()
         self.update_status()
 
     # -- actions ------------------------------------------------------------------------

@@ -232,3 +232,59 @@ async def test_a_failed_rescan_keeps_the_position_marks_and_says_the_rows_are_th
         assert "3/3" in status and "2 marked" in status and "scanned 12:00:00" in status, text  # was a blank row
         assert "the rows and counts shown are those read at 12:00:00" in text, text
         assert "ready 3" in lines[1]  # the counts last read, said to be so
+
+
+# -- 6. a view's header stayed laid out for no rows over the matches that came in ------------------
+
+async def test_a_views_header_follows_the_matches_it_shows(ddmq_root: tuple[str, Any]) -> None:
+    """D on an RSMQ queue at 200x50 (tmux): the view showed its match under a header laid out for
+    no rows (an id column of 16 cells over 32-character ids: 'age', 'expires', 'rd', 'size' all
+    16 cells left of their values) until the next listing came. The header follows the rows."""
+    from qconsole.screens.message_list import MessageList
+
+    root, broker = ddmq_root
+    for i in range(3):
+        broker.publish("jobs", f"msg-{i}")
+    app = make_app([root])
+    async with app.run_test(size=(200, 50)) as pilot:
+        screen = await open_queue(pilot, "jobs")
+        lst = screen.query_one(MessageList)
+        await pilot.press("slash", *"zzz", "enter")  # a view with no match
+        await settle(pilot)
+        await pilot.press("g")  # a listing comes while it shows no row: the columns of no rows
+        await settle(pilot)
+        await pilot.press("slash", *"msg-1", "enter")  # another search, from the view: a match comes
+        await settle(pilot)
+        assert len(lst.messages) == 1
+        header = str(screen.query_one("#qheader").render())
+        assert header.rstrip() == lst.columns().header().rstrip(), (header, lst.columns().header())
+        lines = screen_text(app).splitlines()
+        head = next(line for line in lines if "expires" in line)
+        row = next(line for line in lines if "msg-1" in line)
+        assert row.index("msg-1") == head.index("payload"), (head, row)  # was 16 cells apart
+
+
+# -- 7. a redelivery count of 150 read "1…" even at 200 columns ----------------------------------
+
+@pytest.mark.parametrize("size", [(200, 50), (120, 40), (80, 24)])
+async def test_a_three_digit_redelivery_count_shows_whole_where_there_is_room(ddmq_root: tuple[str, Any],
+                                                                            size: tuple[int, int]) -> None:
+    """The rd column was 2 cells wide at any width: an RSMQ message received 150 times (the very
+    thing D, the dead-letter view, is for) read '1…', as 10-19 would. Where the preview keeps
+    24 cells beside it the column takes 4 (up to 9999); at 80 columns it stays as it was."""
+    from qconsole.screens.message_list import HEADER
+
+    root, broker = ddmq_root
+    broker.publish("jobs", "poison", requeue_counter=150)
+    app = make_app([root])
+    async with app.run_test(size=size) as pilot:
+        await open_queue(pilot, "jobs")
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+        row = next((line for line in lines if " 1 ready " in line), None)
+        assert row is not None, "\n".join(lines)
+        if size[0] >= 120:
+            assert " 150 " in row and "1…" not in row, row
+        else:
+            assert "1…" in row  # no room: as before (the peek shows the count whole)
+            assert HEADER.split()[:6] == next(line for line in lines if "expires" in line).split()[:6]
