@@ -191,15 +191,23 @@ def queue_parts(fmt: str, schema: int) -> Any:
 
 
 def write_stats(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> None:
-    """A RootScan to stdout in one of FORMATS (the table through Rich, imported only for it)."""
+    """A RootScan to stdout in one of FORMATS (the table as Rich prints it, Rich imported only
+    where it must judge: :mod:`.output.term_table`)."""
     if fmt in MACHINE_FORMATS:
         sys.stdout.write(render_machine(scan, fmt, pretty=pretty, schema=schema))
     else:
-        from rich.console import Console
+        from .output.plain import to_terminal
+        from .output.tables import stats_terminal
 
-        from .output.tables import stats_table
+        text = stats_terminal(scan, to_terminal(sys.stdout))
+        if text is not None:
+            sys.stdout.write(text)
+        else:
+            from rich.console import Console
 
-        Console(highlight=False, soft_wrap=False).print(stats_table(scan))
+            from .output.tables import stats_table
+
+            Console(highlight=False, soft_wrap=False).print(stats_table(scan))
     sys.stdout.flush()
 
 

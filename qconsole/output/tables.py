@@ -9,7 +9,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 
 from ..model import Message, RootScan
-from ..safetext import safe_name, safe_text
+from ..safetext import escape_controls, safe_name, safe_text
 from ..states import DELAYED, EXPIRED, FOREIGN, INFLIGHT, READY, STATES, WRITING
 from . import humanize
 
@@ -57,43 +57,64 @@ def table_states(scan: RootScan) -> tuple[str, ...]:
     return tuple(s for s in STATES if s not in absent or any(q.counts.get(s) for q in scan.queues))
 
 
+def _stats_parts(scan: RootScan) -> tuple[str, tuple[str, ...], list[list[str]], list[str] | None,
+                                          list[tuple[str, str, str]]]:
+    """The stats table's title, the states shown, a row per queue, the totals' row (None for
+    one queue) and the notes (prefix, its style, text): what the Rich table and the Rich-free
+    text are both made of."""
+    now = scan.generated_at
+    states = table_states(scan)
+    rows = [[safe_name(q.name), *[str(q.counts[s]) for s in states], str(q.total),
+             humanize.duration(q.oldest_ready_age(now)), humanize.duration(q.next_expiry_in(now))]
+            for q in scan.queues]
+    totals = scan.totals()
+    total = ["total", *[str(totals[s]) for s in states], str(totals["total"]), "", ""] if len(rows) > 1 else None
+    notes = [(kind, style, safe_name(f"{q.name}: {line}")) for q in scan.queues
+             for kind, style, lines in (("warning ", "yellow", q.warnings), ("error ", "red", q.errors))
+             for line in lines]
+    notes += [("error ", "red", safe_name(e)) for e in scan.errors]
+    return escape_controls(f"{scan.root}  ({scan.layout})"), states, rows, total, notes
+
+
 def stats_table(scan: RootScan) -> "RenderableType":
     from rich.console import Group
     from rich.text import Text
 
-    now = scan.generated_at
-    table = _table(title=safe_text(f"{scan.root}  ({scan.layout})"), show_footer=False)
+    title, states, rows, total, notes = _stats_parts(scan)
+    table = _table(title=Text(title, end=""), show_footer=False)
     table.add_column("queue", overflow="ellipsis", min_width=5)  # wrapable: the one that shrinks
     # numbers and headers are never cut; a long queue name is (with an ellipsis) instead
-    states = table_states(scan)
     for s in states:
         table.add_column(s, justify="right", style=STATE_STYLES.get(s, ""), no_wrap=True, min_width=len(s))
     table.add_column("total", justify="right", no_wrap=True, min_width=5)
     table.add_column("oldest", justify="right", no_wrap=True, min_width=6)
     table.add_column("next-exp", justify="right", no_wrap=True, min_width=8)
-    for q in scan.queues:
-        name = safe_text(q.name, keep_newlines=False)
+    for row in rows:
+        name = Text(row[0], end="")
         name.no_wrap, name.overflow = True, "ellipsis"  # one line per queue, however narrow
-        table.add_row(
-            name,
-            *[str(q.counts[s]) for s in states],
-            str(q.total),
-            humanize.duration(q.oldest_ready_age(now)),
-            humanize.duration(q.next_expiry_in(now)),
-        )
-    totals = scan.totals()
-    if len(scan.queues) > 1:
+        table.add_row(name, *row[1:])
+    if total is not None:
         table.add_section()
-        table.add_row(Text("total", style="bold"), *[str(totals[s]) for s in states], str(totals["total"]), "", "")
-    notes: list[Text] = []
-    for q in scan.queues:
-        for w in q.warnings:
-            notes.append(Text.assemble(("warning ", "yellow"), safe_text(f"{q.name}: {w}", keep_newlines=False)))
-        for e in q.errors:
-            notes.append(Text.assemble(("error ", "red"), safe_text(f"{q.name}: {e}", keep_newlines=False)))
-    for e in scan.errors:
-        notes.append(Text.assemble(("error ", "red"), safe_text(e, keep_newlines=False)))
-    return Group(table, *notes) if notes else table
+        table.add_row(Text("total", style="bold"), *total[1:])
+    texts = [Text.assemble((kind, style), Text(text, end="")) for kind, style, text in notes]
+    return Group(table, *texts) if texts else table
+
+
+def stats_terminal(scan: RootScan, terminal: bool, environ: dict[str, str] | None = None) -> str | None:
+    """What Rich prints for :func:`stats_table` (on a terminal or not: ``terminal``), written
+    without importing Rich (:mod:`.term_table`); None when only Rich can say."""
+    from .term_table import Screen, note_lines, simple_table
+
+    title, states, rows, total, notes = _stats_parts(scan)
+    screen = Screen(terminal, environ)
+    header = ("queue", *states, "total", "oldest", "next-exp")
+    cells: list = list(rows)
+    if total is not None:
+        cells += [None, [("total", "bold"), *total[1:]]]
+    table = simple_table(screen, title, header, cells, (False, *[True] * (len(header) - 1)),
+                         ("", *[STATE_STYLES.get(s, "") for s in states], "", "", ""))
+    lines = note_lines(screen, notes)
+    return None if table is None or lines is None else table + lines
 
 
 def _created(ts: float | None, now: float) -> str:
@@ -149,13 +170,17 @@ def messages_table(queue: str, messages: list[Message], now: float, sizes: dict[
 
 def messages_terminal(queue: str, messages: list[Message], now: float, sizes: dict[str, int | None],
                       notes: list[str], environ: dict[str, str] | None = None) -> str | None:
-    """What Rich prints for :func:`messages_table` and then the ``notes`` lines, written
-    without importing Rich (:mod:`.term_table`); None when only Rich can say."""
+    """What Rich prints on a terminal for :func:`messages_table` and then the ``notes`` lines,
+    written without importing Rich (:mod:`.term_table`); None when only Rich can say."""
     from ..safetext import escape_controls
-    from .term_table import simple_table
+    from .term_table import Screen, note_lines, simple_table
 
-    return simple_table(escape_controls(queue), MESSAGE_COLUMNS, terminal_cells(messages, now, sizes),
-                        _MESSAGE_RIGHT, {_STATE_AT: STATE_STYLES}, notes, environ)
+    screen = Screen(True, environ)
+    rows = [[(c, STATE_STYLES.get(c, "")) if i == _STATE_AT else c for i, c in enumerate(cells)]
+            for cells in terminal_cells(messages, now, sizes)]
+    table = simple_table(screen, escape_controls(queue), MESSAGE_COLUMNS, rows, _MESSAGE_RIGHT)
+    lines = note_lines(screen, [("", "", note) for note in notes])
+    return None if table is None or lines is None else table + lines
 
 
 def messages_plain(messages: list[Message], now: float, sizes: dict[str, int | None]) -> list[str]:

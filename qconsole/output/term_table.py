@@ -1,12 +1,12 @@
-"""A table on a terminal as Rich prints it, for the cases Rich needs no judgement on, without Rich.
+"""Tables as Rich prints them, for the cases Rich needs no judgement on, without importing Rich.
 
-Importing Rich costs ~45 ms, twice a small queue's whole ``qconsole ls``, which operators
-type all day. When every cell is plain one-column text and the table fits the terminal,
-Rich's ``SIMPLE_HEAD`` table (``tables._table``: no box between cells, padding collapsed,
-title left) is columns two apart with a few fixed ANSI styles. This writes exactly the
-bytes Rich writes there (a test compares them over random rows, widths and terminal
-environments) and answers None for everything else (a cell Rich would measure, a table
-it would shrink, a title it would wrap), which the caller prints through Rich.
+Importing Rich costs ~45 ms, twice a small queue's whole ``qconsole ls`` or a small root's
+``stats``, which operators type all day. When every cell is plain one-column text and the
+table fits, Rich's ``SIMPLE_HEAD`` table (``tables._table``: no box between cells, padding
+collapsed, title left) is columns two apart with a few fixed ANSI styles. This writes
+exactly the bytes Rich writes there (tests compare them over random tables, widths and
+terminal environments) and answers None for everything else (a cell Rich would measure, a
+table it would shrink, a title or note it would wrap), which the caller prints through Rich.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    #: a cell: its text, or its text and a style name
+    Cell = str | tuple[str, str]
+
 #: SGR codes of the styles these tables use (Rich writes a standard colour the same way for
 #: every colour system: 16, 256 or true colour)
-_COLOURS = {"green": "32", "cyan": "36", "red": "31", "blue": "34", "yellow": "33", "magenta": "35"}
-_BOLD = "1"
+_CODES = {"bold": "1", "green": "32", "cyan": "36", "red": "31", "blue": "34", "yellow": "33", "magenta": "35"}
 #: the one character beyond ASCII the tables write (short ids): one column, as Rich counts it
 _ELLIPSIS = "…"
 
@@ -31,8 +33,8 @@ def _plain(text: str) -> bool:
 
 
 def terminal_width(environ: Mapping[str, str] | None = None) -> int:
-    """The width Rich's Console takes on this terminal: ``$COLUMNS`` when it is a number, else
-    the first of stdin, stdout and stderr that is a terminal, else 80."""
+    """The width Rich's Console takes: ``$COLUMNS`` when it is a number, else the first of
+    stdin, stdout and stderr that is a terminal, else 80."""
     env = os.environ if environ is None else environ
     width = None
     for fd in (0, 1, 2):
@@ -47,62 +49,100 @@ def terminal_width(environ: Mapping[str, str] | None = None) -> int:
     return width or 80
 
 
-def _style_mode(env: Mapping[str, str]) -> str | None:
-    """"colour", "bold" (``NO_COLOR``: Rich drops colours, keeps bold), "" (a dumb terminal:
-    no escapes), or None where this module does not know Rich's answer (not a POSIX system)."""
-    if os.name != "posix":
-        return None
-    if env.get("TERM", "").lower() in ("dumb", "unknown"):
-        return ""
-    return "bold" if env.get("NO_COLOR", "") != "" else "colour"
+class Screen:
+    """Where the text goes, as Rich's Console judges it: ``mode`` "colour", "bold" (``NO_COLOR``:
+    Rich drops colours, keeps bold) or "" (no escapes: not a terminal, or a dumb one); ``width``.
+    ``known`` is False where this module does not know Rich's answer (not a POSIX system)."""
 
+    def __init__(self, terminal: bool, environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        self.known = os.name == "posix"
+        dumb = terminal and env.get("TERM", "").lower() in ("dumb", "unknown")
+        self.mode = "" if not terminal or dumb else "bold" if env.get("NO_COLOR", "") != "" else "colour"
+        self.width = 80 if dumb else terminal_width(env)
 
-def simple_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool],
-                 cell_styles: Mapping[int, Mapping[str, str]], notes: Sequence[str] = (),
-                 environ: Mapping[str, str] | None = None) -> str | None:
-    """The text Rich's Console prints on this terminal for the table ``title``/``header``/
-    ``rows`` (columns right-justified where ``right`` says; a cell of column ``i`` styled
-    ``cell_styles[i][text]``) followed by the plain ``notes`` lines; None when only Rich
-    can say (a cell beyond plain text, a table or note wider than the terminal, a style not
-    known here, a title longer than the table, not a POSIX terminal)."""
-    env = os.environ if environ is None else environ
-    mode = _style_mode(env)
-    if mode is None or not all(map(_plain, (title, *header, *notes))):
-        return None
-    if not all(_plain(cell) for row in rows for cell in row):
-        return None
-    width = 80 if mode == "" else terminal_width(env)
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-    inner = sum(widths) + 2 * (len(widths) - 1)  # each column's pad and the blank border after it
-    if inner + 2 > width or len(title) > inner + 2 or any(len(note) > width for note in notes):
-        return None
-
-    def styled(text: str, style: str) -> str:
-        if not text or not style or not mode or (style != _BOLD and mode != "colour"):
+    def styled(self, text: str, style: str) -> str | None:
+        """``text`` as Rich writes it in ``style`` here; None for a style not known here."""
+        if not text or not style:
             return text
-        return f"\x1b[{style}m{text}\x1b[0m"
+        code = _CODES.get(style)
+        if code is None:
+            return None
+        if not self.mode or (code != "1" and self.mode != "colour"):
+            return text
+        return f"\x1b[{code}m{text}\x1b[0m"
 
-    def line(cells: Sequence[str], styles: Sequence[str], pad_style: str) -> str:
+
+def simple_table(screen: Screen, title: str, header: Sequence[str], rows: Sequence[Sequence[Cell] | None],
+                 right: Sequence[bool], column_styles: Sequence[str] = ()) -> str | None:
+    """The text Rich prints on ``screen`` for the table ``title``/``header``/``rows`` (a row None
+    is a section break: ``add_section``), columns right-justified where ``right`` says and
+    their data cells and pads in ``column_styles``. None when only Rich can say."""
+    if not screen.known:
+        return None
+    col_styles = list(column_styles) or [""] * len(header)
+    cells: list[list[tuple[str, str]] | None] = []
+    for row in rows:
+        if row is None:
+            cells.append(None)
+            continue
+        out = []
+        for i, cell in enumerate(row):
+            text, style = (cell, "") if isinstance(cell, str) else cell
+            if style and col_styles[i]:
+                return None  # two styles combined: Rich's to write
+            out.append((text, style))
+        cells.append(out)
+    texts = [title, *header, *(text for row in cells if row for text, _ in row)]
+    if not all(map(_plain, texts)):
+        return None
+    widths = [max([len(header[i]), *(len(row[i][0]) for row in cells if row)]) for i in range(len(header))]
+    inner = sum(widths) + 2 * (len(widths) - 1)  # each column's pad and the blank border after it
+    table_width = inner + 2
+    if table_width > screen.width or len(title) > table_width:
+        return None
+
+    def line(row: Sequence[tuple[str, str]], pad_styles: Sequence[str]) -> str | None:
         parts = []
-        for i, (text, w) in enumerate(zip(cells, widths)):
+        for i, ((text, style), w) in enumerate(zip(row, widths)):
             fill = " " * (w - len(text))
-            parts.append(styled(fill + text if right[i] else text + fill, styles[i]))
+            part = screen.styled(fill + text if right[i] else text + fill, style or pad_styles[i])
+            if part is None:
+                return None
+            parts.append(part)
             if i < len(widths) - 1:
-                parts.append(styled(" ", pad_style) + " ")
+                pad = screen.styled(" ", pad_styles[i])
+                if pad is None:
+                    return None
+                parts.append(pad + " ")
         return " " + "".join(parts) + " \n"
 
-    colour_of = {i: {text: _COLOURS.get(s) for text, s in styles.items()} for i, styles in cell_styles.items()}
-    # (the title, padded to the table's width, runs on into SIMPLE_HEAD's blank top edge, all cut at
-    # the terminal's width: Rich's "end" of a title Text is "")
-    out = [(title.ljust(inner + 2) + " " * (inner + 2))[:width] + "\n", line(header, [_BOLD] * len(header), _BOLD), " " + "─" * inner + " \n"]
-    for row in rows:
-        styles = []
-        for i, text in enumerate(row):
-            code = colour_of.get(i, {}).get(text, "") if i in colour_of else ""
-            if code is None:
-                return None  # a style this module cannot write
-            styles.append(code)
-        out.append(line(row, styles, ""))
-    out.append(" " * (inner + 2) + "\n")
-    out.extend(note + "\n" for note in notes)
+    head = line([(h, "bold") for h in header], ["bold"] * len(header))
+    if head is None:
+        return None
+    # the title, padded to the table's width, runs on into SIMPLE_HEAD's blank top edge, all cut at
+    # the terminal's width (the title Texts of tables.py end with "", not a new line)
+    out = [(title.ljust(table_width) + " " * table_width)[:screen.width] + "\n"]
+    out += [head, " " + "─" * inner + " \n"]
+    blank = " " * table_width + "\n"
+    for row in cells:
+        text = blank if row is None else line(row, col_styles)
+        if text is None:
+            return None
+        out.append(text)
+    out.append(blank)  # SIMPLE_HEAD's blank bottom edge
+    return "".join(out)
+
+
+def note_lines(screen: Screen, notes: Sequence[tuple[str, str, str]]) -> str | None:
+    """Lines of ``(prefix, its style, text)`` as Rich prints them, each on one line; None when
+    one would wrap or holds more than plain text."""
+    out = []
+    for prefix, style, text in notes:
+        if not _plain(prefix + text) or len(prefix + text) > screen.width:
+            return None
+        head = screen.styled(prefix, style)
+        if head is None:
+            return None
+        out.append(head + text + "\n")
     return "".join(out)

@@ -1,4 +1,4 @@
-"""`ls` on a terminal without Rich: the text must be the bytes Rich prints, or None (then Rich prints).
+"""`ls` and `stats` tables without Rich: the text must be the bytes Rich prints, or None (then Rich prints).
 
 The comparison runs against the real Rich Console over random rows, widths and terminal
 environments, so a Rich upgrade that prints differently fails here, not on an operator's screen.
@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from qconsole.model import Message
-from qconsole.output.tables import messages_table, messages_terminal
-from qconsole.output.term_table import simple_table, terminal_width
+from qconsole.model import QueueScan, RootScan
+from qconsole.output.tables import messages_table, messages_terminal, stats_table, stats_terminal
+from qconsole.output.term_table import Screen, simple_table, terminal_width
 from qconsole.states import STATES
 
 NOW = 1_795_713_700.0
@@ -40,7 +41,7 @@ environs = st.fixed_dictionaries({
     "TERM": st.sampled_from(("xterm", "xterm-256color", "screen-16color", "xterm-kitty", "dumb", "unknown", "")),
     "COLORTERM": st.sampled_from(("", "truecolor", "24bit")),
     "NO_COLOR": st.sampled_from(("", "1")),
-    "COLUMNS": st.integers(20, 220).map(str),
+    "COLUMNS": st.one_of(st.integers(20, 220), st.sampled_from((80, 100, 120, 132, 160, 200, 250))).map(str),
 })
 queue_names = st.one_of(st.sampled_from(("q00", "jobs", "a" * 70)), st.text(min_size=1, max_size=40))
 
@@ -86,7 +87,7 @@ def test_what_only_rich_can_say_is_left_to_it():
     wide = [Message("q", "rsmq", "日本語", "ready", "日本語", created_at=NOW)]
     assert messages_terminal("q", wide, NOW, {}, [], environ={"COLUMNS": "80"}) is None  # two cells a character
     assert messages_terminal("q" * 70, msgs, NOW, {}, [], environ={"COLUMNS": "200"}) is None  # title wraps
-    assert simple_table("t", ["a"], [["x"]], [False], {0: {"x": "bold italic"}}, environ={"COLUMNS": "80"}) is None
+    assert simple_table(Screen(True, {"COLUMNS": "80"}), "t", ["a"], [[("x", "bold italic")]], [False]) is None
 
 
 def test_the_width_is_the_terminals_unless_columns_says(tmp_path):
@@ -181,3 +182,64 @@ def test_a_listing_with_warnings_is_printed_by_rich_with_them(tmp_path):
     text = " ".join(line.strip() for line in lines[3:])  # the rows, then the warning, wrapped
     assert "warning mixed id units (ms and µs): numeric order delivers the shorter ids first" in text
     assert max(len(re.sub("\x1b\\[[0-9;]*m", "", line)) for line in lines) <= 60 and len([line for line in lines if "warning" in line]) == 1
+
+
+counts = st.one_of(st.integers(0, 999), st.integers(0, 10**7))
+#: warnings and errors: mostly plain text (the Rich-free path), some anything (left to Rich)
+notes = st.one_of(*[st.from_regex(r"[ -~]{0,50}", fullmatch=True)] * 3, st.text(max_size=60))
+few_notes = st.one_of(st.just([]), st.just([]), st.just([]), st.lists(notes, max_size=2))
+queue_scans = st.builds(
+    lambda name, layout, c, oldest, deadline, warnings, errors: QueueScan(
+        name, layout, NOW, counts=dict(zip(STATES, c)), oldest_ready_created=oldest, next_deadline=deadline,
+        warnings=warnings, errors=errors),
+    st.one_of(*[st.from_regex(r"[a-z0-9_-]{1,30}", fullmatch=True)] * 3, st.text(min_size=1, max_size=20)),
+    st.sampled_from(("vsqs", "ddmq", "rsmq")), st.lists(counts, min_size=len(STATES), max_size=len(STATES)),
+    st.none() | st.floats(NOW - 9e6, NOW), st.none() | st.floats(NOW - 100, NOW + 9e6),
+    few_notes, few_notes,
+)
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(qs=st.lists(queue_scans, min_size=0, max_size=6), env=environs, terminal=st.booleans(),
+       root=st.sampled_from(("/shared/queues", "redis://127.0.0.1:6379?ns=rsmq", "/x")),
+       root_errors=st.lists(notes, max_size=2))
+def test_the_stats_table_is_richs_byte_for_byte_or_left_to_rich(qs, env, terminal, root, root_errors):
+    layout = qs[0].layout if qs else "vsqs"
+    for q in qs:
+        q.layout = layout
+    scan = RootScan(root=root, layout=layout, generated_at=NOW, duration_s=0.1, queues=qs, errors=root_errors)
+    text = stats_terminal(scan, terminal, environ=env)
+    if text is not None:
+        out = io.StringIO()
+        Console(file=out, force_terminal=terminal, highlight=False, soft_wrap=False, _environ=env).print(stats_table(scan))
+        assert text == out.getvalue()
+
+
+def test_the_usual_stats_table_is_written_without_rich():
+    qs = [QueueScan(f"q{i}", "vsqs", NOW, counts={**dict.fromkeys(STATES, 0), "ready": i * 7, "inflight": i},
+                    oldest_ready_created=NOW - 90 * i, next_deadline=NOW + 5 * i) for i in range(4)]
+    qs[1].errors.append("1795713694746678: named like a message but not a regular file")
+    scan = RootScan(root="/shared/queues", layout="vsqs", generated_at=NOW, duration_s=0.1, queues=qs)
+    for terminal, env in ((True, {"TERM": "xterm-256color", "COLUMNS": "100"}), (False, {"COLUMNS": "80"}),
+                          (True, {"TERM": "xterm", "NO_COLOR": "1", "COLUMNS": "80"})):
+        text = stats_terminal(scan, terminal, environ=env)
+        assert text is not None, env
+        out = io.StringIO()
+        Console(file=out, force_terminal=terminal, highlight=False, soft_wrap=False, _environ=env).print(stats_table(scan))
+        assert text == out.getvalue()
+        assert ("\x1b[" in text) is terminal and "error q1: 1795713694746678" in re.sub("\x1b\\[[0-9;]*m", "", text)
+
+
+def test_stats_on_a_small_root_imports_no_rich(tmp_path):
+    """The table operators type most: `qconsole stats ROOT`, piped and on a (declared) terminal."""
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "1795713694746677").write_bytes(b"x")
+    code = ("import sys; from qconsole.__main__ import main; sys.argv = ['qconsole'] + sys.argv[1:]\n"
+            "try:\n    main()\nfinally:\n    sys.stderr.write('RICH' if 'rich' in sys.modules else 'NORICH')")
+    for extra in ({}, {"TTY_COMPATIBLE": "1"}):
+        env = {**{k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR")},
+               "COLUMNS": "90", **extra}
+        res = subprocess.run([sys.executable, "-c", code, "stats", str(tmp_path)], capture_output=True, text=True,
+                             env=env, timeout=60)
+        assert res.returncode == 0 and res.stderr.endswith("NORICH"), res.stderr
+        assert re.sub("\x1b\\[[0-9;]*m", "", res.stdout).splitlines()[3].split()[:3] == ["jobs", "1", "0"]
