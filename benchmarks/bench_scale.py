@@ -397,6 +397,7 @@ def bench_startup(args: argparse.Namespace) -> dict:
         "check ddmq": [QCONSOLE, "check", tiny_ddmq],
         "ls (piped)": [QCONSOLE, "ls", "q00"],
         "ls (terminal)": [QCONSOLE, "ls", "q00"],
+        "stats (terminal)": [QCONSOLE, "stats", tiny],
         "ls --json": [QCONSOLE, "ls", "q00", "--json"],
         "ls ddmq (piped)": [QCONSOLE, "ls", "--root", tiny_ddmq, "q00"],
         "ls --json ddmq": [QCONSOLE, "ls", "--root", tiny_ddmq, "q00", "--json"],
@@ -406,7 +407,7 @@ def bench_startup(args: argparse.Namespace) -> dict:
     if BASELINE:  # the same commands of the baseline's qconsole, in the same rounds
         cmds.update({f"{k} (baseline)": _as_baseline(argv) for k, argv in list(cmds.items()) if argv[0] == QCONSOLE})
     # the terminal table as an operator sees it (TTY_COMPATIBLE: the switch Rich and qconsole read; no pty needed)
-    envs = {k: dict(env, TTY_COMPATIBLE="1") if k.startswith("ls (terminal)") else env for k in cmds}
+    envs = {k: dict(env, TTY_COMPATIBLE="1") if "(terminal)" in k else env for k in cmds}
     res = {}
     for k, argv in cmds.items():  # warm-up
         run(argv, env=envs[k])
