@@ -393,7 +393,11 @@ class QConsoleApp(App[None]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.help_sections(), self.read_only))
+            # the keys of the screen `?` was pressed on first: from a queue, a peek or the trash
+            # the box opened on the root screen's keys, those of the screen in use below the fold
+            here = [(title, cls) for title, cls in self.help_sections() if type(self.screen) is cls]
+            rest = [section for section in self.help_sections() if section not in here]
+            self.push_screen(HelpScreen(here + rest, self.read_only))
 
     def action_log(self) -> None:
         if not isinstance(self.screen, LogScreen):

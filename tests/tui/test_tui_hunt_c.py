@@ -288,3 +288,31 @@ async def test_a_three_digit_redelivery_count_shows_whole_where_there_is_room(dd
         else:
             assert "1…" in row  # no room: as before (the peek shows the count whole)
             assert HEADER.split()[:6] == next(line for line in lines if "expires" in line).split()[:6]
+
+
+# -- 8. ? on the queue screen opened on the root screen's keys ------------------------------------
+
+async def test_help_opens_on_the_keys_of_the_screen_it_was_asked_on(vsqs_root: tuple[str, Any]) -> None:
+    """`?` on a queue (tmux, 80x24): the box showed the root screen's keys and the queue screen's
+    began at its 15th row, r/d/m/P and the rest below the fold. The current screen's keys come
+    first; the others follow in the usual order, every key still listed."""
+    from qconsole.screens.help_screen import HelpScreen
+
+    root, manager = vsqs_root
+    manager.get_queue("jobs").publish(b"x")
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        assert [t for t, _c in app.screen.sections][0] == "Root screen"  # (from the root: as it was)
+        await pilot.press("escape")
+        await open_queue(pilot, "jobs")
+        await pilot.press("question_mark")
+        await settle(pilot)
+        titles = [t for t, _c in app.screen.sections]
+        assert titles[0] == "Queue screen", titles  # was "Root screen"
+        assert sorted(titles) == sorted(t for t, _c in app.help_sections())
+        text = screen_text(app)
+        assert "Purge" in text and "Requeue every expired" in text, text
