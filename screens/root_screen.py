@@ -65,7 +65,7 @@ WIDTHS = {key: width for key, _label, width in COLUMNS}
 
 #: several roots open: a "root" column after the queue's, as wide as its longest label up to
 #: this, when the terminal has room for it beyond 80 columns (three rows named `jobs` at 200
-#: columns told nothing of which was the VSQS, the ddmq or the RSMQ one)
+#: columns told nothing of which was the file root and which the Redis one)
 ROOT_COL_MAX = 24
 #: the narrowest root column shown (a longer label keeps its head and tail around …)
 ROOT_COL_MIN = 8
