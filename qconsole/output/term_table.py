@@ -32,10 +32,17 @@ def _plain(text: str) -> bool:
     return (text.isascii() or text.replace(_ELLIPSIS, "").isascii()) and text.isprintable()
 
 
-def terminal_width(environ: Mapping[str, str] | None = None) -> int:
-    """The width Rich's Console takes: ``$COLUMNS`` when it is a number, else the first of
-    stdin, stdout and stderr that is a terminal, else 80."""
+def terminal_width(environ: Mapping[str, str] | None = None, *, dumb: bool = False) -> int:
+    """The width Rich's Console takes (``Console.size``): ``$COLUMNS`` when it is a number (0
+    too: Rich then prints nothing), else the first of stdin, stdout and stderr that is a
+    terminal, else 80; on a ``dumb`` terminal 80 unless ``$LINES`` is a number as well."""
     env = os.environ if environ is None else environ
+    columns, lines = env.get("COLUMNS"), env.get("LINES")
+    if columns is not None and columns.isdigit():
+        if not dumb or (lines is not None and lines.isdigit()):
+            return int(columns)
+    if dumb:
+        return 80
     width = None
     for fd in (0, 1, 2):
         try:
@@ -43,23 +50,27 @@ def terminal_width(environ: Mapping[str, str] | None = None) -> int:
             break
         except (AttributeError, ValueError, OSError):
             pass
-    columns = env.get("COLUMNS")
-    if columns is not None and columns.isdigit():
-        width = int(columns)
     return width or 80
 
 
 class Screen:
     """Where the text goes, as Rich's Console judges it: ``mode`` "colour", "bold" (``NO_COLOR``:
     Rich drops colours, keeps bold) or "" (no escapes: not a terminal, or a dumb one); ``width``.
-    ``known`` is False where this module does not know Rich's answer (not a POSIX system)."""
+    ``known`` is False where this module does not know Rich's answer (not a POSIX system, an
+    ``encoding`` that is not UTF-8)."""
 
-    def __init__(self, terminal: bool, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(self, terminal: bool, environ: Mapping[str, str] | None = None, encoding: str | None = None) -> None:
         env = os.environ if environ is None else environ
-        self.known = os.name == "posix"
+        if encoding is None:  # Rich's Console.encoding: stdout's
+            import sys
+
+            encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+        # an output that is not UTF-8 (PYTHONIOENCODING=latin-1, a Latin-1 locale) gets Rich's
+        # ASCII box, which this module does not write (writing '─' there fails)
+        self.known = os.name == "posix" and encoding.lower().startswith("utf")
         dumb = terminal and env.get("TERM", "").lower() in ("dumb", "unknown")
         self.mode = "" if not terminal or dumb else "bold" if env.get("NO_COLOR", "") != "" else "colour"
-        self.width = 80 if dumb else terminal_width(env)
+        self.width = terminal_width(env, dumb=dumb)
 
     def styled(self, text: str, style: str) -> str | None:
         """``text`` as Rich writes it in ``style`` here; None for a style not known here."""

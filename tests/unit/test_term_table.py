@@ -41,7 +41,8 @@ environs = st.fixed_dictionaries({
     "TERM": st.sampled_from(("xterm", "xterm-256color", "screen-16color", "xterm-kitty", "dumb", "unknown", "")),
     "COLORTERM": st.sampled_from(("", "truecolor", "24bit")),
     "NO_COLOR": st.sampled_from(("", "1")),
-    "COLUMNS": st.one_of(st.integers(20, 220), st.sampled_from((80, 100, 120, 132, 160, 200, 250))).map(str),
+    "COLUMNS": st.one_of(st.integers(20, 220), st.sampled_from((0, 80, 100, 120, 132, 160, 200, 250))).map(str),
+    "LINES": st.sampled_from(("", "24", "x")),  # with COLUMNS, Rich takes COLUMNS on a dumb terminal too
 })
 queue_names = st.one_of(st.sampled_from(("q00", "jobs", "a" * 70)), st.text(min_size=1, max_size=40))
 
@@ -243,3 +244,30 @@ def test_stats_on_a_small_root_imports_no_rich(tmp_path):
                              env=env, timeout=60)
         assert res.returncode == 0 and res.stderr.endswith("NORICH"), res.stderr
         assert re.sub("\x1b\\[[0-9;]*m", "", res.stdout).splitlines()[3].split()[:3] == ["jobs", "1", "0"]
+
+
+def test_a_dumb_terminal_with_columns_and_lines_and_columns_0_take_richs_width():
+    """Rich's Console.size: a dumb terminal is 80 wide unless $LINES is a number beside $COLUMNS
+    (TERM=dumb COLUMNS=300 LINES=24: 300); COLUMNS=0 is 0 wide (Rich prints nothing)."""
+    msgs = [Message("q", "vsqs", "1795713694746677", "ready", "x", created_at=NOW - 9)]
+    for env in ({"TERM": "dumb", "COLUMNS": "300", "LINES": "24"}, {"TERM": "dumb", "COLUMNS": "300"},
+                {"TERM": "xterm", "COLUMNS": "0"}, {"TERM": "xterm", "COLUMNS": "0", "LINES": "24"}):
+        text = messages_terminal("q", msgs, NOW, {}, [], environ=env)
+        assert (text if text is not None else "") == rich_prints("q", msgs, {}, [], env), env
+
+
+def test_an_output_that_is_not_utf8_gets_richs_ascii_table(tmp_path):
+    """PYTHONIOENCODING=latin-1 (or a Latin-1 locale) on a terminal: Rich draws its ASCII box;
+    writing the UTF-8 rule there failed ('internal error: UnicodeEncodeError')."""
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "1795713694746677").write_bytes(b"x")
+    env = {**{k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")},
+           "COLUMNS": "90", "TTY_COMPATIBLE": "1"}
+    for enc in ("latin-1", "ascii"):
+        for args in (["stats", str(tmp_path)], ["ls", "jobs", "-r", str(tmp_path)]):
+            res = subprocess.run([sys.executable, "-m", "qconsole", *args], capture_output=True,
+                                 env={**env, "PYTHONIOENCODING": enc}, timeout=60)
+            assert res.returncode == 0, (enc, args, res.stderr)
+            assert b"+----" in res.stdout and b"jobs" in res.stdout
+    assert Screen(True, {"COLUMNS": "80"}, encoding="ISO-8859-1").known is False
+    assert Screen(True, {"COLUMNS": "80"}, encoding="UTF-8").known is True
