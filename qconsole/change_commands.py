@@ -193,6 +193,7 @@ def given_ids(ops: Any, action: str, queues: tuple[str, ...], ids: list[str] | N
 # ---------------------------------------------------------------------------------- commands
 # ``confirm(question)`` asks on the terminal and raises when the answer is no; without one a
 # change that must ask is refused (the typer-free path runs only the forms that never ask).
+# ``confirm(None)`` asks nothing: it only refuses when there is no terminal to ask on.
 
 def requeue(queue: str, ids: list[str] | None, expired: bool, all_: bool, root_opt: str | None, layout: str,
             read_only: bool, audit_log: str | None) -> None:
@@ -202,26 +203,29 @@ def requeue(queue: str, ids: list[str] | None, expired: bool, all_: bool, root_o
         report(ops, ops.requeue(queue, given[0], expired_only=expired, all_held=all_, missing=given[1]))
 
 
-def _no_prompt(question: str) -> None:
+def _no_prompt(question: str | None) -> None:
     raise UsageError("refusing without a terminal to confirm: add --yes")
 
 
 def delete(queue: str, ids: list[str], yes: bool, no_trash: bool, root_opt: str | None, layout: str,
-           read_only: bool, audit_log: str | None, confirm: Callable[[str], None] = _no_prompt) -> None:
+           read_only: bool, audit_log: str | None, confirm: Callable[[str | None], None] = _no_prompt) -> None:
     ops = open_ops(root_opt, layout, read_only, audit_log, refuse="delete")
     ops.root.require_queue(queue)  # unknown queue: say so before asking (not a count of 100k)
     given = given_ids(ops, "delete", (queue,), ids, confirmed=yes)
     if given is None:
         return
     picked = given[0] or []
-    if not yes:
+    if not yes:  # (only typed ids get here: ids on stdin need --yes)
+        confirm(None)  # no terminal to ask on: refused before the ids are looked up
+        # an id not in the queue fails before the question, and a repeat is counted once
+        n = len(ops.delete_candidates(queue, picked))
         how = "for good" if no_trash else "to the trash"
-        confirm(f"Delete {len(picked)} message(s) from {safe_name(queue)} {how}?")
+        confirm(f"Delete {n} message(s) from {safe_name(queue)} {how}?")
     report(ops, ops.delete(queue, picked, trash=not no_trash, missing=given[1]))
 
 
 def purge(queue: str, state: str | None, yes: bool, no_trash: bool, root_opt: str | None, layout: str,
-          read_only: bool, audit_log: str | None, confirm: Callable[[str], None] = _no_prompt) -> None:
+          read_only: bool, audit_log: str | None, confirm: Callable[[str | None], None] = _no_prompt) -> None:
     ops = open_ops(root_opt, layout, read_only, audit_log, refuse="purge")
     if state is not None and state not in PURGE_STATES:
         raise UsageError(f"purge --state takes one of {', '.join(PURGE_STATES)}, not {state!r}")

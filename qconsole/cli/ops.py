@@ -38,12 +38,13 @@ Progress = changes.Progress
 RAW_SHOWN = 200
 
 
-def _confirm(question: str, yes: bool) -> None:
+def _confirm(question: str | None, yes: bool) -> None:
+    """Ask ``question`` (None: only check that there is a terminal to ask on)."""
     if yes:
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise fail("refusing without a terminal to confirm: add --yes")
-    if not typer.confirm(question, default=False):
+    if question is not None and not typer.confirm(question, default=False):
         raise fail("cancelled", ExitCode.CANCELLED)
 
 
@@ -264,9 +265,11 @@ def delete_queue(
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
 ) -> None:
-    """Remove a queue as its clients do (RSMQ: deleteQueue). A queue holding messages needs --force."""
+    """Remove an RSMQ queue as rsmq's deleteQueue does (VSQS and ddmq roots: not supported).
+
+    A queue holding messages needs --force (they are gone for good, no trash)."""
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="delete-queue")
-    ops.queue_total(queue)  # unknown queue: say so before asking
+    ops.check_delete_queue(queue, force=force)  # what would refuse it, before asking (not after a yes)
     _confirm(f"Delete queue {safe_name(queue)}" + (" and every message in it" if force else "") + "?", yes)
     _report(ops, ops.delete_queue(queue, force=force))
 

@@ -221,11 +221,21 @@ class Operations:
         self._guard("delete")
         if not ids:
             raise OperationError("delete what? give one or more message ids")
+        msgs, gone = self._delete_pick(queue, ids, missing)
+        return self._run("delete", queue, lambda: self._remove("delete", queue, msgs, trash, gone), trash=trash)
+
+    def delete_candidates(self, queue: str, ids: list[str]) -> list[Message]:
+        """The messages a delete of the typed ``ids`` would take, each once (what a confirmation
+        must count); an id not in the queue, or one being written, fails here, before anyone
+        is asked."""
+        return self._delete_pick(queue, ids, "fail")[0]
+
+    def _delete_pick(self, queue: str, ids: list[str], missing: str) -> tuple[list[Message], list[tuple[str, str]]]:
         msgs, gone = self._pick_ids(queue, ids, missing)
         for m in msgs:
             if m.state not in PURGEABLE:
                 raise OperationError(f"message {m.id} is being written ({m.state}); not deleted")
-        return self._run("delete", queue, lambda: self._remove("delete", queue, msgs, trash, gone), trash=trash)
+        return msgs, gone
 
     def purge(self, queue: str, *, state: str | None = None, trash: bool = True) -> OpResult:
         self._guard("purge")
@@ -342,16 +352,23 @@ class Operations:
                 raise
             return 0
 
-    def delete_queue(self, queue: str, *, force: bool = False) -> OpResult:
-        """Remove a queue as its clients do; one that still holds messages only with ``force``
-        (its messages are then gone for good: a trash batch could not be restored into it)."""
+    def check_delete_queue(self, queue: str, *, force: bool = False) -> int:
+        """What :meth:`delete_queue` refuses, checked before anyone is asked to confirm: a store
+        that cannot delete queues, no such queue, one holding messages without ``force``.
+        Returns the messages it holds."""
         self._guard("delete-queue")
         if not self.root.can(DELETE_QUEUE):
-            raise Unsupported(f"{self.root.title}: deleting queues is not supported")
+            raise Unsupported(f"{self.root.title}: deleting queues is not supported (delete-queue is for RSMQ targets)")
         total = self.queue_total(queue)
         if total and not force:
             raise OperationError(f"{queue!r} still holds {total} message(s): purge it first "
                                  "(undoable), or --force to delete them with the queue")
+        return total
+
+    def delete_queue(self, queue: str, *, force: bool = False) -> OpResult:
+        """Remove a queue as its clients do; one that still holds messages only with ``force``
+        (its messages are then gone for good: a trash batch could not be restored into it)."""
+        total = self.check_delete_queue(queue, force=force)
 
         def body() -> OpResult:
             self.root.delete_queue(queue, force=force)

@@ -379,3 +379,36 @@ def test_create_refuses_a_name_that_would_not_show_as_itself(tmp_path, droot, na
             fh.write("priority: 5\n")
     assert run("publish", name, "x", "-r", root).exit_code == 0
     assert run("stats", "-r", root, "--json").exit_code == 0
+
+
+@pytest.fixture
+def asked(monkeypatch):
+    """The questions a command asks (each answered yes), as a terminal would show them."""
+    from qconsole.cli import ops as cli_ops
+
+    questions: list[str] = []
+    monkeypatch.setattr(cli_ops, "_confirm", lambda question, yes: None if yes or question is None else questions.append(question))
+    return questions
+
+
+def test_delete_checks_its_ids_before_asking(droot, asked):
+    """`delete jobs nosuchid` asked 'Delete 1 message(s) from jobs to the trash?' and only after
+    a yes said 'no message'; a repeated id was counted twice in the question."""
+    before = tree(droot)
+    res = run("delete", "jobs", "nosuchid", "-r", droot)
+    assert res.exit_code == 2 and "no message 'nosuchid'" in res.output
+    assert asked == [] and tree(droot) == before
+    ready = next(n for n in os.listdir(os.path.join(droot, "jobs")) if ".ddmq" in n)
+    mid = ready.rpartition(".ddmq")[2]
+    res = run("delete", "jobs", mid, mid, "-r", droot)
+    assert res.exit_code == 0 and "delete jobs: 1 done" in res.output, res.output
+    assert asked == ["Delete 1 message(s) from jobs to the trash?"]
+
+
+def test_delete_queue_refuses_before_asking_where_it_cannot_delete(droot, asked):
+    """On a ddmq root `delete-queue dlq` asked 'Delete queue dlq?', then said deleting queues is
+    not supported."""
+    before = tree(droot)
+    res = run("delete-queue", "dlq", "-r", droot)
+    assert res.exit_code == 2 and "not supported" in res.output and "RSMQ" in res.output
+    assert asked == [] and tree(droot) == before

@@ -39,3 +39,24 @@ def test_delete_queue_still_refuses_a_queue_that_is_not_empty(node, url, r, ns):
         backend.delete_queue("busy")
     assert "unlink" not in _commandstats(r) and r.zcard(f"{ns}:busy") == 1
     backend.close()
+
+
+def test_delete_queue_of_a_queue_holding_messages_refuses_before_asking(url, monkeypatch):
+    """`delete-queue jobs` on a queue of 3 messages asked 'Delete queue jobs?' and, after a yes,
+    said it still holds 3 message(s): the refusal comes first now, nothing asked."""
+    from typer.testing import CliRunner
+
+    from qconsole.cli import app
+    from qconsole.cli import ops as cli_ops
+
+    asked: list[str] = []
+    monkeypatch.setattr(cli_ops, "_confirm", lambda question, yes: None if yes else asked.append(question))
+    runner = CliRunner()
+    audit = ["--audit-log", "/dev/null"]
+    assert runner.invoke(app, ["create", "busy", "-r", url, *audit]).exit_code == 0
+    assert runner.invoke(app, ["publish", "busy", "x", "-n", "3", "-r", url, *audit]).exit_code == 0
+    res = runner.invoke(app, ["delete-queue", "busy", "-r", url, *audit])
+    assert res.exit_code == 2 and "still holds 3 message(s)" in res.output and asked == []
+    res = runner.invoke(app, ["delete-queue", "busy", "--force", "-r", url, *audit])
+    assert res.exit_code == 0, res.output
+    assert asked == ["Delete queue busy and every message in it?"]
