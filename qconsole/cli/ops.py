@@ -429,5 +429,10 @@ def _audit_what(r: dict[str, Any]) -> str:
         parts = [f"{k}={json.dumps(v)}" for k, v in values.items()] if isinstance(values, dict) else []
         parts += [f"unset {k}" for k in r.get("unset") or []]
         return escape_controls(" ".join(parts), keep_newlines=False)
-    count = r.get("count")
+    action, count = r.get("action"), r.get("count")
+    if action in ("create", "delete-queue"):  # its count is the queue itself, not a message
+        messages = r.get("messages")
+        return f"{messages} msg" if isinstance(messages, int) and not isinstance(messages, bool) else ""
+    if action == "trash empty":  # its ids are trash batches
+        return f"{count} batch(es)" if count is not None else ""
     return f"{count} msg" if count is not None else ""

@@ -412,3 +412,19 @@ def test_delete_queue_refuses_before_asking_where_it_cannot_delete(droot, asked)
     res = run("delete-queue", "dlq", "-r", droot)
     assert res.exit_code == 2 and "not supported" in res.output and "RSMQ" in res.output
     assert asked == [] and tree(droot) == before
+
+
+def test_audit_counts_what_each_change_counted(droot):
+    """`qconsole audit` showed 'trash empty -  2 msg' after emptying two batches of 4 messages,
+    and 'create newq  1 msg' for a queue made: the count is of batches there, of no message here."""
+    assert run("create", "newq", "-r", droot).exit_code == 0
+    assert run("purge", "jobs", "--state", "ready", "--yes", "-r", droot).exit_code == 0
+    assert run("purge", "jobs", "--yes", "-r", droot).exit_code == 0
+    assert run("trash", "empty", "--yes", "-r", droot).exit_code == 0
+    lines = run("audit", "-r", droot).output.splitlines()
+    create = next(x for x in lines if " create newq" in x)
+    assert "msg" not in create, create
+    empty = next(x for x in lines if " trash empty" in x)
+    assert "2 batch(es)" in empty and "msg" not in empty, empty
+    purge = next(x for x in lines if " purge jobs" in x)
+    assert "2 msg" in purge, purge
