@@ -35,7 +35,9 @@ class UsageError(QConsoleError):
 
 
 class Progress:
-    """``requeue: 12,000/100,000 (12%)`` on stderr, redrawn in place, for bulk changes on a terminal.
+    """``requeue: 12000/100000 (12%)`` on stderr, redrawn in place, for bulk changes on a terminal.
+    Counts are written as the question before and the summary after write them (no separators):
+    ``Purge 60000 message(s)?``, ``purge: 30720/60000``, ``purge q: 60000 done``.
 
     Drawn only after ``delay`` seconds (a quick change shows nothing) and at most every
     ``every`` seconds; :meth:`close` erases the line before the summary is printed.
@@ -53,7 +55,7 @@ class Progress:
         if now - self.started < self.delay or now - self.last < self.every or total < 1:
             return
         self.last = now
-        self.stream.write(f"\r{self.action}: {done:,}/{total:,} ({done * 100 // total}%)\x1b[K")
+        self.stream.write(f"\r{self.action}: {done}/{total} ({done * 100 // total}%)\x1b[K")
         self.stream.flush()
         self.shown = True
 

@@ -34,6 +34,16 @@ def test_progress_line_is_drawn_in_place_and_erased():
     assert quiet.getvalue() == ""
 
 
+def test_progress_writes_counts_as_the_question_and_the_summary_do():
+    """A purge of 60,000 on a terminal asked 'Purge 60000 message(s) ...?', drew
+    'purge: 30,720/60,000 (51%)' and ended 'purge big: 60000 done': one count, two spellings."""
+    out = io.StringIO()
+    p = cli_ops.Progress("purge", out, delay=0, every=0)
+    p(30720, 60000)
+    p.close()
+    assert out.getvalue() == "\rpurge: 30720/60000 (51%)\x1b[K\r\x1b[K"
+
+
 def test_progress_only_on_a_terminal(tmp_path, monkeypatch):
     root = str(tmp_path / "r")
     ddmq_broker(root, "q")
