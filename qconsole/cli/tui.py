@@ -76,6 +76,22 @@ def open_targets(roots: list[str] | None, root_opt: str | None, layout: str) -> 
     return handles
 
 
+def _refuse_a_mistyped_command(roots: list[str] | None) -> None:
+    """`qconsole stat ROOT` opened `stat` as a root ('root ./stat does not exist') and `qconsole
+    purg jobs -r ROOT` said 'roots given as ROOT and as --root': a first word that is no path
+    that exists, but close to a command's name, is said to be a mistyped command."""
+    if not roots or os.path.exists(roots[0]) or is_redis_target(roots[0]) or "/" in roots[0]:
+        return
+    import difflib
+
+    from .app import _command_names
+
+    close = difflib.get_close_matches(roots[0], sorted(_command_names() - {"open"}), n=1)
+    if close:
+        raise QConsoleError(f"no command {roots[0]!r} (did you mean `qconsole {close[0]}`? qconsole -h lists them), "
+                            "and no root of that name here")
+
+
 @app.command("open")
 @guarded
 def open_(
@@ -97,6 +113,7 @@ def open_(
     e.g. `qconsole /shared/queues redis://host`, are shown in one session)."""
     from ..output.nagios import Thresholds
 
+    _refuse_a_mistyped_command(roots)
     handles = open_targets(roots, root_opt, layout)
     # the first counts, taken by forked processes while Textual loads (no thread runs yet)
     first = [h.start_first_count() for h in handles]

@@ -54,3 +54,26 @@ def test_python_dash_m_runs_the_same_entry(ddmq_root):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     assert 'queue="jobs",layout="ddmq",state="ready"} 1' in proc.stdout
+
+
+@pytest.mark.parametrize("argv, meant", [
+    (["stat", "ROOT"], "stats"),
+    (["purg", "jobs", "-r", "ROOT"], "purge"),
+    (["chek", "ROOT"], "check"),
+])
+def test_a_mistyped_command_is_said_to_be_one(ddmq_root, argv, meant):
+    """`qconsole stat ROOT` said 'root /cwd/stat does not exist'; `qconsole purg jobs -r ROOT`
+    said 'roots given as ROOT and as --root': both were typos of a command."""
+    root, _broker = ddmq_root
+    argv = [root if a == "ROOT" else a for a in argv]
+    proc = subprocess.run([QCONSOLE, *argv], capture_output=True, text=True, timeout=60, cwd=os.path.dirname(root))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"no command '{argv[0]}'" in proc.stderr and f"qconsole {meant}" in proc.stderr, proc.stderr
+
+
+def test_a_root_named_like_a_command_still_opens_as_a_root(tmp_path):
+    """Only a word that is no path is taken for a typo: a directory `stat` here is a root."""
+    (tmp_path / "stat").mkdir()
+    proc = subprocess.run([QCONSOLE, "stat"], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "QCONSOLE_ROOT": ""})
+    assert proc.returncode == 2 and "no command" not in proc.stderr and "neither" in proc.stderr, proc.stderr
