@@ -165,7 +165,9 @@ def purge(
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
 ) -> None:
-    """Remove every message of a queue (keeps the directory, ddmq.yaml and work/)."""
+    """Remove every message of a queue, or those in --state (into the trash unless --no-trash; undo with `qconsole trash restore`).
+
+    Keeps the directory, ddmq.yaml and work/."""
     changes.purge(queue, state, yes, no_trash, root_opt, layout, read_only, audit_log,
                   confirm=lambda question: _confirm(question, yes))
 
@@ -177,7 +179,7 @@ def move(
     dest: Annotated[str, typer.Argument(help="Destination queue (same root).", show_default=False)],
     ids: IdsArg = None,
     all_: Annotated[bool, typer.Option("--all", help="Every message (ready, in flight, expired).")] = False,
-    state: Annotated[Optional[str], typer.Option("--state", "-s", help="Every message in this state.", show_default=False)] = None,
+    state: Annotated[Optional[str], typer.Option("--state", "-s", help="Every message in this state (ready, inflight, expired, delayed).", show_default=False)] = None,
     root_opt: RootOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,

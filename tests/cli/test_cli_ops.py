@@ -428,3 +428,12 @@ def test_audit_counts_what_each_change_counted(droot):
     assert "2 batch(es)" in empty and "msg" not in empty, empty
     purge = next(x for x in lines if " purge jobs" in x)
     assert "2 msg" in purge, purge
+
+
+def test_help_says_where_purged_messages_go_and_which_states_move_takes():
+    """`purge --help` said only 'Remove every message of a queue' (delete's said 'into the trash
+    unless --no-trash; undo with qconsole trash restore'); `move --help` named no state."""
+    purge = " ".join(run("purge", "--help").output.split())
+    assert "into the trash unless --no-trash" in purge and "qconsole trash restore" in purge
+    move = " ".join(run("move", "--help").output.split())
+    assert "(ready, inflight, expired, delayed)" in move
