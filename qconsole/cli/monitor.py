@@ -183,7 +183,7 @@ def check(
 @guarded
 def ls_(
     queue: QueueArg,
-    state: Annotated[Optional[str], typer.Option("--state", "-s", help=f"Only this state ({', '.join(STATES[:4])}).")] = None,
+    state: Annotated[Optional[str], typer.Option("--state", "-s", help=f"Only this state ({', '.join(STATES)}).")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=1, help="At most N messages.")] = None,
     grep: Annotated[Optional[str], typer.Option("--grep", "-g", help="Only messages whose id, state or payload text contains TEXT (case-insensitive; reads payloads).", show_default=False)] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="Only messages created within this long (e.g. 30m, 2h).", show_default=False)] = None,

@@ -557,3 +557,16 @@ def test_a_watch_outlives_a_failed_scan_and_says_so_once(tmp_path):
     res = subprocess.run([sys.executable, "-m", "qconsole", "stats", "--watch", "0.2", "--json", str(tmp_path / "nope")],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and res.stderr.count("\n") == 1
+
+
+def test_ls_help_names_every_state_its_state_option_takes(tmp_path):
+    """`ls --help` named four states where `--state` takes six (writing and foreign too)."""
+    from qconsole.states import STATES
+
+    res = run("ls", "--help", env={"COLUMNS": "200"})
+    assert res.exit_code == 0
+    assert all(s in _plain(res.output) for s in STATES)
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "1795713694746677.new").write_bytes(b"x")
+    res = run("ls", "jobs", "-r", str(tmp_path), "--state", "writing")
+    assert res.exit_code == 0 and "1795713694746677" in res.output
