@@ -10,8 +10,10 @@ import io
 import os
 import pty
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -231,18 +233,31 @@ def test_the_usual_stats_table_is_written_without_rich():
         assert ("\x1b[" in text) is terminal and "error q1: 1795713694746678" in re.sub("\x1b\\[[0-9;]*m", "", text)
 
 
-def test_stats_on_a_small_root_imports_no_rich(tmp_path):
-    """The table operators type most: `qconsole stats ROOT`, piped and on a (declared) terminal."""
-    (tmp_path / "jobs").mkdir()
-    (tmp_path / "jobs" / "1795713694746677").write_bytes(b"x")
+def test_stats_on_a_small_root_imports_no_rich():
+    """The table operators type most: `qconsole stats ROOT`, piped and on a (declared) terminal.
+    The root is a short path, as /shared/queues is: a title wider than the table (pytest's
+    tmp_path under two workers, 79 characters beside a 76-wide table) is Rich's to wrap."""
+    root = tempfile.mkdtemp(prefix="qs", dir="/tmp")
+    try:
+        _stats_imports_no_rich(root)
+    finally:
+        shutil.rmtree(root)
+
+
+def _stats_imports_no_rich(root: str) -> None:
+    os.mkdir(os.path.join(root, "jobs"))
+    with open(os.path.join(root, "jobs", "1795713694746677"), "wb") as fh:
+        fh.write(b"x")
     code = ("import sys; from qconsole.__main__ import main; sys.argv = ['qconsole'] + sys.argv[1:]\n"
             "try:\n    main()\nfinally:\n    sys.stderr.write('RICH' if 'rich' in sys.modules else 'NORICH')")
+    # an operator's plain environment, whatever other tests of this worker left in os.environ
+    # (a leaked TERM, LINES, locale or encoding is each a case Rich has to judge)
+    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
+            "LANG": "C.UTF-8", "TERM": "xterm-256color", "COLUMNS": "90"}
     for extra in ({}, {"TTY_COMPATIBLE": "1"}):
-        env = {**{k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR")},
-               "COLUMNS": "90", **extra}
-        res = subprocess.run([sys.executable, "-c", code, "stats", str(tmp_path)], capture_output=True, text=True,
-                             env=env, timeout=60)
-        assert res.returncode == 0 and res.stderr.endswith("NORICH"), res.stderr
+        res = subprocess.run([sys.executable, "-c", code, "stats", root], capture_output=True, text=True,
+                             env={**base, **extra}, timeout=60)
+        assert res.returncode == 0 and res.stderr.endswith("NORICH"), (extra, res.stderr, res.stdout)
         assert re.sub("\x1b\\[[0-9;]*m", "", res.stdout).splitlines()[3].split()[:3] == ["jobs", "1", "0"]
 
 
