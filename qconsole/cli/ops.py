@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Annotated, Any, Optional
 
 import typer
@@ -381,7 +382,13 @@ def trash_empty(
 
     ops = _ops(root_opt, layout, read_only, audit_log, refuse="trash empty")
     secs = parse_duration(older_than) if older_than is not None else None  # "" is refused, not "all"
-    _confirm("Empty the trash" + (f" of batches older than {older_than}" if older_than else "") + "?", yes)
+    # the question says what goes for good; with nothing listed to empty, none is asked (a
+    # script without a terminal still needs --yes, whatever the trash holds)
+    now = time.time()
+    picked = [b for b in ops.trash_list() if secs is None or now - b.created_at >= secs]
+    older = f" of batches older than {older_than}" if older_than else ""
+    _confirm(f"Empty the trash{older}: {len(picked)} batch(es), {sum(b.count for b in picked)} message(s), "
+             "gone for good?" if picked else None, yes)
     result = ops.trash_empty(secs)
     _report(ops, result)
     if result.skipped:  # batches left (another qconsole's restore, one that cannot be removed)

@@ -437,3 +437,18 @@ def test_help_says_where_purged_messages_go_and_which_states_move_takes():
     assert "into the trash unless --no-trash" in purge and "qconsole trash restore" in purge
     move = " ".join(run("move", "--help").output.split())
     assert "(ready, inflight, expired, delayed)" in move
+
+
+def test_trash_empty_says_what_goes_and_asks_nothing_of_an_empty_trash(droot, asked):
+    """`trash empty` asked 'Empty the trash?' of an empty trash, and of a full one without
+    saying how much would go for good."""
+    assert run("trash", "empty", "-r", droot).exit_code == 0
+    assert asked == []
+    assert run("purge", "jobs", "--state", "ready", "--yes", "-r", droot).exit_code == 0
+    held = json.loads(run("trash", "list", "--json", "-r", droot).output)
+    assert len(held) == 1
+    assert run("trash", "empty", "--older-than", "1d", "-r", droot).exit_code == 0
+    assert asked == []  # nothing that old
+    assert run("trash", "empty", "-r", droot).exit_code == 0
+    assert asked == [f"Empty the trash: 1 batch(es), {held[0]['count']} message(s), gone for good?"]
+    assert json.loads(run("trash", "list", "--json", "-r", droot).output) == []
