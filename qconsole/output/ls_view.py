@@ -107,9 +107,15 @@ def _write_rows(handle: Any, queue: str, cols: Any, *, state: str | None, limit:
     count = len(rows) if total is None else total
     # the entries left out (a FIFO named like a message...); an unread listing ends the call instead
     errors = [e for e in scan.errors if e != scan.unread()]
+    # an empty listing says so (a header alone reads like output cut short), off stdout when piped
+    filtered = grep is not None or since is not None or older_than is not None
+    nothing = (f"no {state + ' ' if state else ''}messages{' match' if filtered else ''}"
+               if not count and scan.unread() is None else None)  # (unread: the call ends saying so)
     if ids_only:
         ids = cols.ids
         write_ids([ids[i] for i in (rows[:limit] if limit else rows)], count, scan.warnings, errors)
+        if nothing:
+            sys.stderr.write(nothing + "\n")
         return
     shown = [cols[i] for i in (rows[:limit] if limit else rows)]
     sizes = handle.message_sizes(queue, shown)
@@ -128,11 +134,15 @@ def _write_rows(handle: Any, queue: str, cols: Any, *, state: str | None, limit:
         sys.stdout.flush()
         if len(shown) < count:
             sys.stderr.write(f"{len(shown)} of {count} shown (--limit)\n")
+        if nothing:
+            sys.stderr.write(nothing + "\n")
         write_notes(scan.warnings, errors)
         return
     from .tables import messages_terminal
 
     notes = [f"{len(shown)} of {count} shown (--limit)"] if len(shown) < count else []
+    if nothing:
+        notes.append(nothing)
     # Rich's table, written without importing Rich where it needs no judgement (start-up time)
     text = None if scan.warnings or errors else messages_terminal(queue, shown, scan.scanned_at, sizes, notes)
     if text is not None:

@@ -570,3 +570,26 @@ def test_ls_help_names_every_state_its_state_option_takes(tmp_path):
     (tmp_path / "jobs" / "1795713694746677.new").write_bytes(b"x")
     res = run("ls", "jobs", "-r", str(tmp_path), "--state", "writing")
     assert res.exit_code == 0 and "1795713694746677" in res.output
+
+
+def test_an_empty_listing_says_so(tmp_path):
+    """ls of an empty queue (or a filter that keeps nothing) printed a header alone, which reads
+    like output cut short: a note says there is nothing, on stderr when piped (stdout stays
+    the header scripts parse), after the table on a terminal."""
+    (tmp_path / "jobs").mkdir()
+    base = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR")}
+
+    def ls(*args: str, env: dict = base) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "qconsole", "ls", "jobs", "-r", str(tmp_path), *args],
+                              capture_output=True, text=True, env=env, timeout=60)
+
+    res = ls()
+    assert res.returncode == 0 and res.stdout.split() == ["#", "id", "state", "prio", "created", "deadline", "size"]
+    assert res.stderr == "no messages\n"
+    (tmp_path / "jobs" / "1795713694746677").write_bytes(b"payload")
+    assert ls().stderr == "" and ls("--ids").stderr == ""
+    assert ls("--state", "expired").stderr == "no expired messages\n"
+    assert ls("--grep", "nothing-like-it").stderr == "no messages match\n"
+    res = ls("--state", "expired", env={**base, "TTY_COMPATIBLE": "1", "NO_COLOR": "1", "COLUMNS": "80"})
+    assert res.stdout.splitlines()[-1] == "no expired messages" and res.stderr == ""
+    assert json.loads(ls("--state", "expired", "--json").stdout)["count"] == 0
