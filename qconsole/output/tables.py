@@ -103,18 +103,15 @@ def stats_table(scan: RootScan) -> "RenderableType":
 def stats_terminal(scan: RootScan, terminal: bool, environ: dict[str, str] | None = None) -> str | None:
     """What Rich prints for :func:`stats_table` (on a terminal or not: ``terminal``), written
     without importing Rich (:mod:`.term_table`); None when only Rich can say."""
-    from .term_table import Screen, note_lines, simple_table
+    from .term_table import Screen, simple_table
 
     title, states, rows, total, notes = _stats_parts(scan)
-    screen = Screen(terminal, environ)
     header = ("queue", *states, "total", "oldest", "next-exp")
     cells: list = list(rows)
     if total is not None:
         cells += [None, [("total", "bold"), *total[1:]]]
-    table = simple_table(screen, title, header, cells, (False, *[True] * (len(header) - 1)),
-                         ("", *[STATE_STYLES.get(s, "") for s in states], "", "", ""))
-    lines = note_lines(screen, notes)
-    return None if table is None or lines is None else table + lines
+    return simple_table(Screen(terminal, environ), title, header, cells, (False, *[True] * (len(header) - 1)),
+                        ("", *[STATE_STYLES.get(s, "") for s in states], "", "", ""), notes)
 
 
 def _created(ts: float | None, now: float) -> str:
@@ -172,15 +169,12 @@ def messages_terminal(queue: str, messages: list[Message], now: float, sizes: di
                       notes: list[str], environ: dict[str, str] | None = None) -> str | None:
     """What Rich prints on a terminal for :func:`messages_table` and then the ``notes`` lines,
     written without importing Rich (:mod:`.term_table`); None when only Rich can say."""
-    from ..safetext import escape_controls
-    from .term_table import Screen, note_lines, simple_table
+    from .term_table import Screen, simple_table
 
-    screen = Screen(True, environ)
     rows = [[(c, STATE_STYLES.get(c, "")) if i == _STATE_AT else c for i, c in enumerate(cells)]
             for cells in terminal_cells(messages, now, sizes)]
-    table = simple_table(screen, escape_controls(queue), MESSAGE_COLUMNS, rows, _MESSAGE_RIGHT)
-    lines = note_lines(screen, [("", "", note) for note in notes])
-    return None if table is None or lines is None else table + lines
+    return simple_table(Screen(True, environ), escape_controls(queue), MESSAGE_COLUMNS, rows, _MESSAGE_RIGHT,
+                        notes=[("", "", note) for note in notes])
 
 
 def messages_plain(messages: list[Message], now: float, sizes: dict[str, int | None]) -> list[str]:

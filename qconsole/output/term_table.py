@@ -72,23 +72,20 @@ class Screen:
         self.mode = "" if not terminal or dumb else "bold" if env.get("NO_COLOR", "") != "" else "colour"
         self.width = terminal_width(env, dumb=dumb)
 
-    def styled(self, text: str, style: str) -> str | None:
-        """``text`` as Rich writes it in ``style`` here; None for a style not known here."""
-        if not text or not style:
+    def styled(self, text: str, style: str) -> str:
+        """``text`` as Rich writes it in ``style`` (one of ``_CODES``, or "") here."""
+        if not text or not style or not self.mode or (style != "bold" and self.mode != "colour"):
             return text
-        code = _CODES.get(style)
-        if code is None:
-            return None
-        if not self.mode or (code != "1" and self.mode != "colour"):
-            return text
-        return f"\x1b[{code}m{text}\x1b[0m"
+        return f"\x1b[{_CODES[style]}m{text}\x1b[0m"
 
 
 def simple_table(screen: Screen, title: str, header: Sequence[str], rows: Sequence[Sequence[Cell] | None],
-                 right: Sequence[bool], column_styles: Sequence[str] = ()) -> str | None:
+                 right: Sequence[bool], column_styles: Sequence[str] = (),
+                 notes: Sequence[tuple[str, str, str]] = ()) -> str | None:
     """The text Rich prints on ``screen`` for the table ``title``/``header``/``rows`` (a row None
     is a section break: ``add_section``), columns right-justified where ``right`` says and
-    their data cells and pads in ``column_styles``. None when only Rich can say."""
+    their data cells and pads in ``column_styles``, then the ``notes`` lines (prefix, its
+    style, text). None when only Rich can say."""
     if not screen.known:
         return None
     col_styles = list(column_styles) or [""] * len(header)
@@ -104,56 +101,31 @@ def simple_table(screen: Screen, title: str, header: Sequence[str], rows: Sequen
                 return None  # two styles combined: Rich's to write
             out.append((text, style))
         cells.append(out)
-    texts = [title, *header, *(text for row in cells if row for text, _ in row)]
-    if not all(map(_plain, texts)):
-        return None
+    styles = {*col_styles, *(style for row in cells if row for _, style in row), *(n[1] for n in notes)}
+    texts = [title, *header, *(text for row in cells if row for text, _ in row), *(p + t for p, _, t in notes)]
+    if not styles <= {"", *_CODES} or not all(map(_plain, texts)):
+        return None  # a style not known here, or a cell Rich would measure
     widths = [max([len(header[i]), *(len(row[i][0]) for row in cells if row)]) for i in range(len(header))]
     inner = sum(widths) + 2 * (len(widths) - 1)  # each column's pad and the blank border after it
     table_width = inner + 2
-    if table_width > screen.width or len(title) > table_width:
-        return None
+    if table_width > screen.width or len(title) > table_width or any(len(p + t) > screen.width for p, _, t in notes):
+        return None  # Rich would shrink the table, or wrap its title or a note
 
-    def line(row: Sequence[tuple[str, str]], pad_styles: Sequence[str]) -> str | None:
+    def line(row: Sequence[tuple[str, str]], pad_styles: Sequence[str]) -> str:
         parts = []
         for i, ((text, style), w) in enumerate(zip(row, widths)):
             fill = " " * (w - len(text))
-            part = screen.styled(fill + text if right[i] else text + fill, style or pad_styles[i])
-            if part is None:
-                return None
-            parts.append(part)
+            parts.append(screen.styled(fill + text if right[i] else text + fill, style or pad_styles[i]))
             if i < len(widths) - 1:
-                pad = screen.styled(" ", pad_styles[i])
-                if pad is None:
-                    return None
-                parts.append(pad + " ")
+                parts.append(screen.styled(" ", pad_styles[i]) + " ")
         return " " + "".join(parts) + " \n"
 
-    head = line([(h, "bold") for h in header], ["bold"] * len(header))
-    if head is None:
-        return None
     # the title, padded to the table's width, runs on into SIMPLE_HEAD's blank top edge, all cut at
     # the terminal's width (the title Texts of tables.py end with "", not a new line)
-    out = [(title.ljust(table_width) + " " * table_width)[:screen.width] + "\n"]
-    out += [head, " " + "─" * inner + " \n"]
+    out = [(title.ljust(table_width) + " " * table_width)[:screen.width] + "\n",
+           line([(h, "bold") for h in header], ["bold"] * len(header)), " " + "─" * inner + " \n"]
     blank = " " * table_width + "\n"
-    for row in cells:
-        text = blank if row is None else line(row, col_styles)
-        if text is None:
-            return None
-        out.append(text)
+    out += [blank if row is None else line(row, col_styles) for row in cells]
     out.append(blank)  # SIMPLE_HEAD's blank bottom edge
-    return "".join(out)
-
-
-def note_lines(screen: Screen, notes: Sequence[tuple[str, str, str]]) -> str | None:
-    """Lines of ``(prefix, its style, text)`` as Rich prints them, each on one line; None when
-    one would wrap or holds more than plain text."""
-    out = []
-    for prefix, style, text in notes:
-        if not _plain(prefix + text) or len(prefix + text) > screen.width:
-            return None
-        head = screen.styled(prefix, style)
-        if head is None:
-            return None
-        out.append(head + text + "\n")
+    out += [screen.styled(prefix, style) + text + "\n" for prefix, style, text in notes]
     return "".join(out)
