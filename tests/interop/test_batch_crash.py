@@ -251,7 +251,7 @@ def test_vsqs_move_clash_check_per_batch_replaces_a_clashing_id(tmp_path, monkey
     held = "1700000000000005"
     with open(os.path.join(root, "dst", f"{held}.1"), "w") as fh:
         fh.write("held-by-a-consumer")
-    real = writes.Placer._next_id
+    real = writes.IdClock.next
     first = [True]
 
     def clashing(self):
@@ -261,7 +261,7 @@ def test_vsqs_move_clash_check_per_batch_replaces_a_clashing_id(tmp_path, monkey
             return held  # what a clock could give: an id a consumer holds in DEST
         return real(self)
 
-    monkeypatch.setattr(writes.Placer, "_next_id", clashing)
+    monkeypatch.setattr(writes.IdClock, "next", clashing)
     res = _ops(root).move("src", "dst", all_=True)
     assert len(res.done) == N and not res.skipped
     names = os.listdir(os.path.join(root, "dst"))

@@ -67,16 +67,30 @@ def test_a_stopped_purge_reports_and_logs_what_it_did(tmp_path, trash_on, stop):
         assert len(part.done) + part.unknown > 0
 
 
-def test_an_interrupted_publish_still_reports_its_ids(tmp_path):
-    """The publish branch as before: the ids it did publish."""
-    root = _vsqs_root(tmp_path, 0)
+@pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
+def test_an_interrupted_publish_still_reports_its_ids(tmp_path, layout):
+    """The ids it did publish, and only those: stopped while writing its second batch, the
+    first batch (PUBLISH_BATCH messages) is published, reported and logged; what the second
+    had written is taken back (no ``.new``, no temp file left)."""
+    from qconsole.backends.fs.publish_batches import PUBLISH_BATCH
+
+    if layout == "vsqs":
+        root, q = _vsqs_root(tmp_path, 0), "q"
+    else:
+        root, q = str(tmp_path / "d"), "q"
+        os.makedirs(os.path.join(root, q, "work"))
+        open(os.path.join(root, q, "ddmq.yaml"), "w").close()
     ops = Operations(open_target(root), audit_log=str(tmp_path / "audit"))
 
-    _stop_at(ops, 5, KeyboardInterrupt)
+    _stop_at(ops, PUBLISH_BATCH + 5, KeyboardInterrupt)
     with pytest.raises(KeyboardInterrupt) as info:
-        ops.publish("q", [b"x"] * 20)
+        ops.publish(q, [b'"x"'] * (PUBLISH_BATCH * 3))
     rec = _last(tmp_path)
-    assert rec["count"] == 5 == len(info.value.partial.done) and rec["outcome"] == "interrupted"
+    done = info.value.partial.done
+    assert rec["count"] == PUBLISH_BATCH == len(done) and rec["outcome"] == "interrupted"
+    on_disk = [n for n in os.listdir(os.path.join(root, q)) if n not in ("work", "ddmq.yaml")]
+    assert len(on_disk) == PUBLISH_BATCH and all(mid in " ".join(on_disk) for mid in done), on_disk[:5]
+    assert not [n for n in on_disk if n.endswith(".new") or n.startswith(".")]
 
 
 def test_a_stopped_move_reports_what_it_committed(tmp_path):

@@ -149,12 +149,8 @@ class DdmqBackend(FileBackend):
         done: list[str] = []
         self.published = done  # what an interrupted publish did do (for its audit line)
         with safety.Confined(self.path) as c:
-            for text in texts:
-                self.tick(len(done), len(texts))
-                body = writes.new_body(queue, text, priority=prio, timeout=options.get("timeout"), requeue=req,
-                                       requeue_limit=options.get("requeue_limit"))
-                writes.publish_body(c, qdir, body)
-                done.append(body["id"])
+            writes.publish(c, qdir, queue, texts, done, self.tick, priority=prio, timeout=options.get("timeout"),
+                           requeue=req, requeue_limit=options.get("requeue_limit"))
         return done
 
     @staticmethod

@@ -6,6 +6,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from . import layout
@@ -56,17 +57,24 @@ def encode(body: dict[str, Any]) -> bytes:
     return json.dumps(body).encode()
 
 
-def publish_body(c: safety.Confined, queue_dir: str, body: dict[str, Any]) -> str:
-    """Write a waiting message atomically: a tmp name outside ``*.ddmq*``, fsync, rename."""
-    final = os.path.join(queue_dir, safety.check_name(body["filename"], "message name"))
-    tmp = os.path.join(queue_dir, owned_name(TMP, new_token()))
-    c.write_new(tmp, encode(body), c.dir_gid(queue_dir))
-    try:
-        c.rename(tmp, final)
-    except BaseException:
-        c.unlink(tmp)
-        raise
-    return body["filename"]
+def publish(c: safety.Confined, queue_dir: str, queue: str, texts: list[str], done: list[str],
+            tick: Callable[[int, int], None] | None = None, **fields: Any) -> None:
+    """Publish ``texts`` as ddmq's publish writes them (``fields``: :func:`new_body`'s), a
+    batch at a time (:mod:`..fs.publish_batches`): each body written to a temp file outside
+    ``*.ddmq*``, the batch fsynced, each renamed to its waiting name. ``done`` gets each id as
+    its rename lands."""
+    from ..fs.publish_batches import Copy, publish_batched
+
+    gid = c.dir_gid(queue_dir)
+
+    def place(text: str) -> Copy:
+        body = new_body(queue, text, **fields)
+        final = safety.check_name(body["filename"], "message name")
+        tmp = owned_name(TMP, new_token())
+        fd = c.write_new_open(os.path.join(queue_dir, tmp), encode(body), gid)
+        return Copy(tmp, final, body["id"], fd, text)
+
+    publish_batched(c, queue_dir, texts, place, done, tick=tick)
 
 
 def decode(data: bytes, what: str) -> dict[str, Any]:
@@ -149,4 +157,4 @@ def place(c: safety.Confined, queue_dir: str, body: dict[str, Any], token: str, 
     return Placement(queue_dir, tmp, body["filename"], tmp), fd
 
 
-__all__ = ["publish_body", "new_body", "requeued_body", "moved_body", "place"]
+__all__ = ["publish", "new_body", "requeued_body", "moved_body", "place"]

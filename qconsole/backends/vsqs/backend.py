@@ -45,9 +45,7 @@ class VsqsBackend(FileBackend):
             gid = c.dir_gid(qdir)
             done: list[str] = []
             self.published = done  # what an interrupted publish did do (for its audit line)
-            for p in payloads:
-                self.tick(len(done), len(payloads))
-                done.append(writes.publish(c, qdir, bytes(p), divisor, gid))
+            writes.publish(c, qdir, payloads, divisor, gid, done, self.tick)
         return done
 
     def requeue(self, queue: str, msgs: Sequence[Message]) -> list[tuple[str, str | None]]:

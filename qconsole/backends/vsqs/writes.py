@@ -13,7 +13,7 @@ from ..results import ALREADY_READY, CHANGED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 CLOCKS = {"us": MICRO, "ms": MILLI}
 
@@ -30,65 +30,72 @@ def _now_id(divisor: float) -> str:
     return str(ns // 1000) if divisor == MICRO else str(ns // 1_000_000)
 
 
-def _clashes(c: safety.Confined, queue_dir: str, mid: str) -> bool:
-    """Another name for this id (``<id>`` or ``<id>.*`` other than our ``.new``)."""
-    ours = mid + ".new"
-    prefix = mid + "."
-    for name in c.listdir(queue_dir):
-        if name == mid or (name.startswith(prefix) and name != ours):
-            return True
-    return False
-
-
 def _wait_next_tick(divisor: float) -> None:
     time.sleep(1.0 / divisor)
 
 
-def publish(c: safety.Confined, queue_dir: str, data: bytes, divisor: float, gid: int | None = None) -> str:
-    """vsqs 0.3's protocol: O_EXCL ``<id>.new``; clash check; write; fsync; rename to ``<id>``."""
-    gid = c.dir_gid(queue_dir) if gid is None else gid
-    while True:
-        mid = _now_id(divisor)
-        new = os.path.join(queue_dir, mid + ".new")
-        try:
-            fd = c.create_exclusive(new, gid)
-        except FileExistsError:
-            _wait_next_tick(divisor)
-            continue
-        try:
-            if _clashes(c, queue_dir, mid):
-                c.unlink(new)
-                _wait_next_tick(divisor)
+def publish(c: safety.Confined, queue_dir: str, payloads: Sequence[bytes], divisor: float, gid: int,
+            done: list[str], tick: Callable[[int, int], None] | None = None) -> None:
+    """vsqs 0.3's protocol, a batch at a time (:mod:`..fs.publish_batches`): each message an
+    O_EXCL ``<id>.new`` (ids rising, as :class:`IdClock` gives them), written; one listing
+    after every create of the batch is the clash check of them all (no other ``<id>.*``); the
+    batch fsynced; each renamed to ``<id>``. ``done`` gets each id as its rename lands."""
+    from ..fs.publish_batches import Copy, CtrlCHeld, publish_batched
+
+    ids = IdClock(divisor)
+
+    def place(payload: bytes) -> Copy:
+        data = bytes(payload)
+        while True:
+            mid = ids.next()
+            new = os.path.join(queue_dir, mid + ".new")
+            try:
+                fd = c.create_exclusive(new, gid)
+            except FileExistsError:  # another publisher's id: the next one
                 continue
-            safety.write_all(fd, data)
-            os.fsync(fd)
-            c.rename(new, os.path.join(queue_dir, mid))
-        except BaseException:  # (ctrl+c before the rename left the .new for good; after it, it is gone)
-            c.unlink(new)
-            raise
-        finally:
-            os.close(fd)
-        return mid
+            try:
+                safety.write_all(fd, data)
+            except BaseException:
+                os.close(fd)
+                c.unlink(new)
+                raise
+            return Copy(mid + ".new", mid, mid, fd, data)
+
+    def check(batch: list[Copy]) -> None:
+        todo = batch
+        while todo:
+            heads = _heads(c, queue_dir)
+            todo = [cp for cp in todo if heads.get(cp.id, 0) > 1]  # our .new is one name of its id
+            for cp in todo:
+                cp.close()
+                with CtrlCHeld():  # the new name known to the batch before ctrl+c can land
+                    c.unlink(os.path.join(queue_dir, cp.name))
+                    again = place(cp.item)
+                    cp.name, cp.final, cp.id, cp.fd = again.name, again.final, again.id, again.fd
+
+    publish_batched(c, queue_dir, payloads, place, done, check=check, tick=tick)
 
 
-class Placer:
-    """Copies transferred into a VSQS queue, a batch at a time (:class:`..fs.batches.BatchWriter`).
+def _heads(c: safety.Confined, queue_dir: str) -> dict[str, int]:
+    """Id -> how many names of the queue directory carry it (``<id>``, ``<id>.<anything>``)."""
+    heads: dict[str, int] = {}
+    for name in c.listdir(queue_dir):
+        head = name.partition(".")[0]
+        heads[head] = heads.get(head, 0) + 1
+    return heads
 
-    Each copy is a tmp file hard-linked to an exclusive ``<id>.new`` (the publish protocol's
-    create: link fails EEXIST); the protocol's clash check -- a listing after the create, no
-    other ``<id>.*`` may exist -- is made once per batch by :meth:`check`, after every create
-    of the batch. Ids rise strictly: at most ``AHEAD`` ticks ahead of the clock (µs ids, where
-    a batch outruns the clock) or never ahead (ms ids, a thousand times coarser).
-    """
+
+class IdClock:
+    """Message ids that rise strictly: at most ``AHEAD`` ticks ahead of the clock (µs ids,
+    where a batch outruns the clock) or never ahead (ms ids, a thousand times coarser)."""
 
     AHEAD = {MICRO: 1000, MILLI: 0}
 
-    def __init__(self, c: safety.Confined, queue_dir: str, divisor: float, gid: int) -> None:
-        self.c, self.dir, self.divisor, self.gid = c, queue_dir, divisor, gid
-        self.last = 0
+    def __init__(self, divisor: float) -> None:
+        self.divisor, self.last = divisor, 0
         self.ahead = self.AHEAD.get(divisor, 0)
 
-    def _next_id(self) -> str:
+    def next(self) -> str:
         while True:
             now = int(_now_id(self.divisor))
             mid = max(now, self.last + 1)
@@ -97,9 +104,23 @@ class Placer:
                 return str(mid)
             _wait_next_tick(self.divisor)
 
+
+class Placer:
+    """Copies transferred into a VSQS queue, a batch at a time (:class:`..fs.batches.BatchWriter`).
+
+    Each copy is a tmp file hard-linked to an exclusive ``<id>.new`` (the publish protocol's
+    create: link fails EEXIST); the protocol's clash check -- a listing after the create, no
+    other ``<id>.*`` may exist -- is made once per batch by :meth:`check`, after every create
+    of the batch. Ids come from an :class:`IdClock`.
+    """
+
+    def __init__(self, c: safety.Confined, queue_dir: str, divisor: float, gid: int) -> None:
+        self.c, self.dir, self.divisor, self.gid = c, queue_dir, divisor, gid
+        self.ids = IdClock(divisor)
+
     def _link_new(self, tmp_path: str) -> str:
         while True:
-            mid = self._next_id()
+            mid = self.ids.next()
             try:
                 self.c.link(tmp_path, os.path.join(self.dir, mid + ".new"))
                 return mid
@@ -121,10 +142,7 @@ class Placer:
         a clashing one is dropped and linked again under a new id (then listed again)."""
         todo = entries
         while todo:
-            heads: dict[str, int] = {}
-            for name in self.c.listdir(self.dir):
-                head = name.partition(".")[0]
-                heads[head] = heads.get(head, 0) + 1
+            heads = _heads(self.c, self.dir)
             # our own <id>.new is one name of its id: any other makes a clash
             clashing = [e for e in todo if heads.get(e.placement.final, 0) > 1]
             for e in clashing:

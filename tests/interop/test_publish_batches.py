@@ -1,0 +1,142 @@
+"""`publish -n N` a batch at a time (fs/publish_batches.py): the clients read every message once,
+in order, beside a live vsqs publisher and consumer; the clash check of a batch re-places an
+id another name carries; a failure half-way takes back what was not published."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from peers import vsqs_manager
+from qconsole.backends import open_target
+from qconsole.backends.fs.publish_batches import PUBLISH_BATCH
+from qconsole.ops import Operations
+
+N = PUBLISH_BATCH * 3 + 17  # three full batches and a short one
+
+
+def _ops(root: str) -> Operations:
+    return Operations(open_target(root), audit_log=os.path.join(root, "..", "audit.log"))
+
+
+def test_vsqs_batches_are_received_once_each_in_order(vsqs_root):
+    root, manager = vsqs_root
+    q = manager.get_queue("jobs")
+    payloads = [b"m%05d" % i for i in range(N)]
+    res = _ops(root).publish("jobs", payloads)
+    assert len(res.done) == N and res.done == sorted(res.done, key=int) and len(set(res.done)) == N
+    got = [q.receive(visibility_timeout=300, timeout=1) for _ in range(N)]
+    assert [p for _i, p in got] == payloads and [i for i, _p in got] == res.done
+    assert q.receive(visibility_timeout=300, timeout=0.2) == (None, None)
+    assert not [n for n in os.listdir(os.path.join(root, "jobs")) if n.endswith(".new")]
+
+
+LIVE_VSQS = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {tests!r})
+    from peers import vsqs_manager
+    m = vsqs_manager({root!r})
+    q = m.get_queue("jobs")
+    role, n = sys.argv[1], int(sys.argv[2])
+    if role == "publish":
+        for i in range(n):
+            q.publish(b"peer%05d" % i)
+    else:
+        got, idle = [], 0
+        while idle < 30:
+            mid, data = q.receive(visibility_timeout=300, timeout=0.1)
+            if mid is None:
+                idle += 1
+                continue
+            idle = 0
+            got.append(data.decode())
+            q.delete(mid)
+        print("\\n".join(got))
+    m.close()
+""")
+
+
+def test_vsqs_publish_beside_a_live_vsqs_publisher_and_consumer_loses_and_doubles_nothing(vsqs_root, tmp_path):
+    root, manager = vsqs_root
+    manager.get_queue("jobs")
+    script = tmp_path / "peer.py"
+    script.write_text(LIVE_VSQS.format(tests=os.path.dirname(os.path.dirname(__file__)), root=root))
+    peer_n = 600
+    publisher = subprocess.Popen([sys.executable, str(script), "publish", str(peer_n)])
+    consumer = subprocess.Popen([sys.executable, str(script), "consume", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        ours = [b"ours%05d" % i for i in range(N)]
+        res = _ops(root).publish("jobs", ours)
+        assert publisher.wait(timeout=120) == 0
+        out, _ = consumer.communicate(timeout=120)
+    finally:
+        for p in (publisher, consumer):
+            if p.poll() is None:
+                p.kill()
+    assert len(res.done) == N == len(set(res.done))
+    got = out.split()
+    expected = [p.decode() for p in ours] + ["peer%05d" % i for i in range(peer_n)]
+    assert sorted(got) == sorted(expected)  # each exactly once (the order is the first test's:
+    # here a message whose id the peer took meanwhile is placed again, under a later id)
+    assert os.listdir(os.path.join(root, "jobs")) == []
+
+
+def test_vsqs_batch_clash_check_never_reuses_an_id_another_name_carries(vsqs_root, monkeypatch):
+    """An id a consumer holds (<id>.<deadline>) is what the clock gives for one message of the
+    batch: the batch's one listing finds it, and that message gets a new id."""
+    from qconsole.backends.vsqs import writes
+
+    root, manager = vsqs_root
+    q = manager.get_queue("jobs")
+    held = "1700000000000005"
+    with open(os.path.join(root, "jobs", f"{held}.1"), "w") as fh:
+        fh.write("held-by-a-consumer")
+    real, calls = writes.IdClock.next, [0]
+
+    def clashing(self):
+        calls[0] += 1
+        if calls[0] == 3:  # the third message of the first batch
+            return held
+        return real(self)
+
+    monkeypatch.setattr(writes.IdClock, "next", clashing)
+    res = _ops(root).publish("jobs", [b"a", b"b", b"c", b"d"])
+    assert held not in res.done and len(set(res.done)) == 4
+    names = sorted(os.listdir(os.path.join(root, "jobs")))
+    assert f"{held}.1" in names and held not in names and not [n for n in names if n.endswith(".new")]
+    os.unlink(os.path.join(root, "jobs", f"{held}.1"))
+    got = sorted(q.receive(visibility_timeout=300, timeout=1)[1] for _ in range(4))
+    assert got == [b"a", b"b", b"c", b"d"]
+
+
+@pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
+def test_a_failed_fsync_takes_back_the_batch_and_keeps_what_was_published(tmp_path, monkeypatch, layout):
+    """The second batch's barrier fails (a full disk, an I/O error): the first batch stays
+    published and reported, the second's written copies are removed, the error is said."""
+    from qconsole.backends.fs import publish_batches
+    from qconsole.errors import QConsoleError
+
+    root = str(tmp_path / "r")
+    os.makedirs(os.path.join(root, "q", "work") if layout == "ddmq" else os.path.join(root, "q"))
+    if layout == "ddmq":
+        open(os.path.join(root, "q", "ddmq.yaml"), "w").close()
+    real, calls = os.fsync, [0]
+
+    def fsync(fd):
+        calls[0] += 1
+        if calls[0] > PUBLISH_BATCH:
+            raise OSError(28, "No space left on device")
+        return real(fd)
+
+    monkeypatch.setattr(publish_batches.os, "fsync", fsync)
+    with pytest.raises((OSError, QConsoleError)) as info:
+        _ops(root).publish("q", [b'"x"'] * N)
+    assert "No space left" in str(info.value)
+    left = [n for n in os.listdir(os.path.join(root, "q")) if n not in ("work", "ddmq.yaml")]
+    assert len(left) == PUBLISH_BATCH and not [n for n in left if n.endswith(".new") or n.startswith(".")]
+    partial = getattr(info.value, "partial", None)
+    assert partial is not None and len(partial.done) == PUBLISH_BATCH
