@@ -291,3 +291,22 @@ def test_a_listing_pauses_for_the_screen_only_when_another_thread_runs(vsqs: Any
     assert rows == 307
     assert alone == 0
     assert beside >= 300 // 32
+
+
+def test_numbers_with_a_leading_zero_are_foreign_in_the_listing_and_a_relisting(vsqs: Any, small_chunks: None,
+                                                                                   spy: list[bool]) -> None:
+    """vsqs int()s a name and renames str(int(name)): a planted 0<id>, <id>.0<deadline> or
+    0<id>.new is listed by it and never acted on. The console's columns count them foreign and
+    say why, as the scan does, on the first listing and when a relisting finds new ones."""
+    backend, q = vsqs
+    start = us(NOW - 3600)
+    touch(os.path.join(q, "0" + str(start + 5)[1:]))
+    cols = backend.list_messages("q", NOW)
+    agrees(backend, cols)
+    assert cols.scan.counts["foreign"] == 2 and cols.scan.counts["ready"] == 300
+    assert any("leading zero" in e for e in cols.scan.errors)
+    for name in ("0" + str(start + 7)[1:], f"{start + 9}.0{us(NOW + 60)}", f"0{start + 11}.new"):
+        touch(os.path.join(q, name))
+    after = relist(backend, cols, spy)
+    agrees(backend, after)
+    assert after.scan.counts["foreign"] == 5 and after.scan.counts["ready"] == 300

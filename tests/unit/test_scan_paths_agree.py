@@ -68,6 +68,9 @@ vsqs_name = st.one_of(
     st.builds(lambda i, d: f"17{i}.{d}", digits, digits),
     digits.map(lambda d: f"17{d}.new"),
     st.sampled_from(["junk", "1.x", "12.", ".5", "٣٣", "1.2.3", f"{QC_TEMP_PREFIX}x", "17.new.1"]),
+    # a leading zero: vsqs lists it and never acts on it (foreign), "0" itself is canonical
+    digits.map(lambda d: "0" + d), st.builds(lambda i, d: f"17{i}.0{d}", digits, digits),
+    digits.map(lambda d: f"0{d}.new"), st.sampled_from(["0", "0.0", "17.0", "0.17"]),
 )
 
 
@@ -168,7 +171,8 @@ def test_vsqs_streamed_count_handles_a_consume_during_the_listing(tmp_path, monk
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.lists(vsqs_name, max_size=12, unique=True), min_size=1, max_size=6),
        st.sampled_from(["1700000000000000", "1700000000000", "17000000000000000000", "100", "10"]),
-       st.sampled_from(["", "ready-and-new", "ready-and-held", "short-deadline", "not-new"]))
+       st.sampled_from(["", "ready-and-new", "ready-and-held", "short-deadline", "not-new", "zero-led-ready",
+                        "zero-led-held", "zero-led-deadline", "zero-led-new"]))
 def test_vsqs_count_many_equals_scan_queue_per_queue(queues, base, twist):
     """The short way for plain small queues gives what the exact per-queue scan gives, for any mix:
     plain ready/held queues (in µs, ms or ns), empty ones, and ones with anything unusual."""
@@ -191,6 +195,10 @@ def test_vsqs_count_many_equals_scan_queue_per_queue(queues, base, twist):
                     listing.append(f"{b + 10**4}.{b // 10}")
                 elif twist == "not-new":  # as long as a writing name, but foreign
                     listing.append(f"{b + len(listing)}.tmp")
+                elif twist.startswith("zero-led"):  # of the same width: a leading zero, foreign
+                    z = "0" + str(b + 7)[1:]
+                    listing.append({"zero-led-ready": z, "zero-led-held": f"{z}.{b}", "zero-led-new": f"{z}.new",
+                                    "zero-led-deadline": f"{b + 10**5}.{z}"}[twist])
             for n in listing:
                 open(os.path.join(root, name, n), "w").close()
         many = vsqs.count_many(root, names, NOW)

@@ -21,7 +21,7 @@ from ..fs import sorted_names as sn
 from ..fs.listing import ErrorList, gc_paused, listing_chunks, os_error_line
 from ..fs.sorted_names import HASH_MASK, in_sorted as _in_sorted, lstat_irregular as _lstat_irregular
 from ..fs.sorted_names import merge2 as _merge2, pause as _yield, running_sums as _running
-from .layout import MAX_DIGITS, _ascii_digits, _held_counts, held_split, sort_rest, split_late
+from .layout import _ascii_digits, _held_counts, canonical_ready, held_split, sort_rest, split_late
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,13 +57,9 @@ class _Acc(sn.NotFiles):
     def take(self, names: list[str], irregular: frozenset[str] | set[str]) -> list[str]:
         """Sort one chunk's names out; returns its ready ids (unsorted)."""
         self.listed += len(names)
-        ready, rest = _ascii_digits(names)
+        ready, rest = canonical_ready(*_ascii_digits(names))  # (absurd, zero-led: foreign, worded)
         if ready:
             lens = set(map(len, ready))
-            if max(lens) > MAX_DIGITS:  # absurd ids go the foreign way (with an error line)
-                rest = rest + [m for m in ready if len(m) > MAX_DIGITS]
-                ready = [m for m in ready if len(m) <= MAX_DIGITS]
-                lens = set(map(len, ready))
             if irregular and not irregular.isdisjoint(ready):
                 for fname in sorted(irregular.intersection(ready)):
                     self.foreign += 1
@@ -204,8 +200,8 @@ def _head_and_tail(qdir: str, base: list[str], held_before: set[str], acc: _Acc,
         lo = min(lo, min(digits))
         tail.extend(filter(hi.__lt__, digits))
         listed += sum(map(and_, map(hash, digits), repeat(HASH_MASK)))
-    if not holds or widths != {width}:
-        return None  # mixed widths: text order is not numeric order (or nothing ready)
+    if not holds or widths != {width} or (width > 1 and lo[0] == "0"):
+        return None  # mixed widths: text order is not numeric order (or nothing ready); a zero-led id
     k = bisect_left(base, lo)
     if n_digits != len(base) - k + len(tail):
         return None

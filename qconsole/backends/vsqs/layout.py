@@ -3,6 +3,8 @@
 ``<id>`` ready, ``<id>.new`` being written, ``<id>.<deadline>`` in flight (expired once the
 deadline has passed). vsqs 0.3 writes µs for both numbers; its README says ms. The client
 ``int()``s both halves of ``name.split('.', 1)`` and ignores names that fail: foreign here.
+It then renames ``str(int(...))``, so a number with a leading zero (``00012``, ``12.0005``)
+is listed by it and never delivered or requeued: foreign here too (:func:`canonical`).
 """
 
 from __future__ import annotations
@@ -28,21 +30,35 @@ from ..fs.listing import (
 )
 
 
+def canonical(digits: str) -> bool:
+    """ASCII digits as ``str(int(...))`` writes them back: no leading zero (but ``0``) and not
+    absurdly long. The client renames by that string, so no other spelling is ever acted on."""
+    return is_ascii_digits(digits) and len(digits) <= MAX_DIGITS and (digits[0] != "0" or len(digits) == 1)
+
+
 def parse_name(name: str) -> tuple[str, str, str | None] | None:
     """``(state_kind, id, deadline_digits)`` for a VSQS name, None for a foreign one.
 
     state_kind is ``ready``, ``held`` (in flight or expired, decided against a clock) or ``writing``.
     """
     head, dot, tail = name.partition(".")
-    if not is_ascii_digits(head) or len(head) > MAX_DIGITS:  # a 25-digit id is nobody's clock: foreign
+    if not canonical(head):  # a 25-digit id is nobody's clock, 0012 nobody's name: foreign
         return None
     if not dot:
         return READY, head, None
     if tail == "new":
         return WRITING, head, None
-    if is_ascii_digits(tail) and len(tail) <= MAX_DIGITS:
+    if canonical(tail):
         return "held", head, tail
     return None
+
+
+def zero_led(ids: list[str]) -> list[str]:
+    """The ids of ``ids`` (ASCII digits) with a leading zero (not canonical): one C-level min
+    when there are none, as digit strings with a leading zero sort before all others."""
+    if not ids or min(ids)[0] != "0":
+        return []
+    return [m for m in ids if m[0] == "0" and len(m) > 1]
 
 
 def is_expired(deadline_digits: str, now: float) -> bool:
@@ -81,7 +97,7 @@ def looks_like_queue(path: str, probe: int = 50) -> bool:
     return seen == 0
 
 
-_HELD_PATTERN = r"([0-9]{1,%d})\.([0-9]{1,%d})" % (MAX_DIGITS, MAX_DIGITS)
+_HELD_PATTERN = r"(0|[1-9][0-9]{0,%d})\.(0|[1-9][0-9]{0,%d})" % (MAX_DIGITS - 1, MAX_DIGITS - 1)  # canonical
 _HELD: list[re.Pattern[str]] = []
 
 
@@ -101,8 +117,8 @@ _SPLIT_HELD = 64
 
 
 def held_split(names: list[str], irregular: frozenset[str] | set[str]) -> tuple[list[tuple[str, str]], list[str]]:
-    """``(id, deadline)`` of every name of ``names`` that is ``<id>.<deadline>`` (1 to
-    MAX_DIGITS ASCII digits each: _HELD_PATTERN, matched whole) and not ``irregular``, and
+    """``(id, deadline)`` of every name of ``names`` that is ``<id>.<deadline>`` (canonical
+    numbers: _HELD_PATTERN, matched whole) and not ``irregular``, and
     those names, in listing order (a name listed twice is there twice)."""
     if len(names) > _SPLIT_HELD:
         regular = list(filterfalse(irregular.__contains__, names)) if irregular else names
@@ -118,8 +134,7 @@ def held_split(names: list[str], irregular: frozenset[str] | set[str]) -> tuple[
     matched: list[str] = []
     for name in names:
         mid, dot, dl = name.partition(".")
-        if dot and 0 < len(mid) <= MAX_DIGITS and 0 < len(dl) <= MAX_DIGITS and is_ascii_digits(mid + dl) \
-                and name not in irregular:
+        if dot and canonical(mid) and canonical(dl) and name not in irregular:
             pairs.append((mid, dl))
             matched.append(name)
     return pairs, matched
@@ -137,7 +152,7 @@ def _held_bulk(names: list[str]) -> list[tuple[str, str]] | None:
 
 def _held_parts(names: list[str]) -> tuple[list[str], list[str]] | None:
     """(ids, deadlines) of :func:`_held_bulk`, as two columns. Checked column-wise in C: a
-    third of the time of a match object per name."""
+    third of the time of a match object per name. None also when a number has a leading zero."""
     if not names:
         return [], []
     parts = list(map(str.partition, names, repeat(".")))
@@ -146,7 +161,9 @@ def _held_parts(names: list[str]) -> tuple[list[str], list[str]] | None:
         lens = list(map(len, col))
         if min(lens) < 1 or max(lens) > MAX_DIGITS:
             return None
-    return (ids, dls) if all_ascii_digits("".join(ids) + "".join(dls)) else None
+    if not all_ascii_digits("".join(ids) + "".join(dls)) or zero_led(ids) or zero_led(dls):
+        return None
+    return ids, dls
 
 
 def _now_digits(dls: list[str], now: float) -> str | None:
@@ -225,6 +242,16 @@ def _split_ready(names: list[str]) -> tuple[list[str], list[str]] | None:
     return ready, (list(compress(names, dotted)) if len(ready) != len(names) else [])
 
 
+def canonical_ready(ready: list[str], rest: list[str]) -> tuple[list[str], list[str]]:
+    """(ready, rest) of :func:`_ascii_digits` with the ready ids that are not :func:`canonical`
+    (absurdly long, a leading zero) moved to ``rest``, where :func:`sort_rest` words them."""
+    if not ready or (max(map(len, ready)) <= MAX_DIGITS and not zero_led(ready)):
+        return ready, rest  # (the usual listing: two C-level passes)
+    odd = [m for m in ready if len(m) > MAX_DIGITS or (m[0] == "0" and len(m) > 1)]
+    drop = set(odd)
+    return [m for m in ready if m not in drop], rest + odd
+
+
 def _ascii_digits(names: list[str]) -> tuple[list[str], list[str]]:
     """(all-ASCII-digit names, the others), in C; the ready ids are most of a queue."""
     split = _split_ready(names)
@@ -259,10 +286,13 @@ def sort_rest(
         parsed = parse_name(fname)
         if parsed is None:
             foreign += 1
-            head, _dot, tail = fname.partition(".")
+            head, dot, tail = fname.partition(".")
             if is_ascii_digits(head) and (len(head) > MAX_DIGITS or (is_ascii_digits(tail) and len(tail) > MAX_DIGITS)):
                 errors.add(f"{fname[:60]}{'...' if len(fname) > 60 else ''}: absurd id or deadline "
                            f"(more than {MAX_DIGITS} digits); counted as foreign")
+            elif is_ascii_digits(head) and (not dot or tail == "new" or is_ascii_digits(tail)):
+                errors.add(f"{fname[:60]}{'...' if len(fname) > 60 else ''}: a leading zero, so vsqs never "
+                           "delivers or requeues it; counted as foreign")
             continue
         if fname in irregular:
             foreign += 1
@@ -313,10 +343,7 @@ def scan_queue(
         scan.errors.append(os_error_line(err, name))
         return scan
     ready, rest = _ascii_digits(names)
-    ready_widths = set(map(len, ready))
-    if ready_widths and max(ready_widths) > MAX_DIGITS:  # absurd ids go the foreign way (with an error line)
-        rest = rest + [m for m in ready if len(m) > MAX_DIGITS]
-        ready = [m for m in ready if len(m) <= MAX_DIGITS]
+    ready, rest = canonical_ready(ready, rest)
     # in flight / expired: "<id>.<deadline>", also matched in bulk; then the few left over
     held_pairs, held_names = held_split(rest, irregular)
     held: dict[str, str] = dict(held_pairs)
@@ -460,7 +487,8 @@ def _count_plain(name: str, names: list[str], now: float) -> QueueScan | None:
         if top not in (w + 4, 2 * w + 1) or lens[n_new - 1] not in (w, w + 4):
             return None  # another length: a temp file, a foreign name, mixed widths
         ready, new, held = names[:n_ready], names[n_ready:n_new], names[n_new:]
-    if not all_ascii_digits("".join(ready)):
+    text = "".join(ready)
+    if not all_ascii_digits(text) or (w > 1 and "0" in text[::w]):  # (a leading zero: not canonical)
         return None
     ids = set(ready)
     if held:
@@ -468,12 +496,15 @@ def _count_plain(name: str, names: list[str], now: float) -> QueueScan | None:
         # all of one length: the dots sit every 2w + 1 characters from w on, and the rest are digits
         if text[w::2 * w + 1] != "." * len(held) or not all_ascii_digits(text.replace(".", "")):
             return None
+        if w > 1 and ("0" in text[::2 * w + 1] or "0" in text[w + 1::2 * w + 1]):
+            return None
         held_ids = list(map(itemgetter(slice(None, w)), held))
         ids.update(held_ids)
     if new:
         new_ids = list(map(itemgetter(slice(None, w)), new))
+        text = "".join(new_ids)
         if "".join(map(itemgetter(slice(w, None)), new)) != ".new" * len(new) or \
-                not all_ascii_digits("".join(new_ids)):
+                not all_ascii_digits(text) or (w > 1 and "0" in text[::w]):
             return None
         ids.update(new_ids)
     if len(ids) != len(names):
@@ -600,6 +631,8 @@ def _count_chunks(chunks: Iterable[tuple[list[str], frozenset[str] | set[str]]],
     if both and len(smallest) > 1:
         return None  # which width lost a ready id is not known here
     oldest: dict[int, str] = {}
+    if any(w > 1 and ids[0][0] == "0" for w, ids in smallest.items()):
+        return None  # a ready id with a leading zero (the least of its width): the exact path words it
     for w, ids in smallest.items():
         alive = [m for m in ids if hash(m) not in held_h]
         if not alive:
