@@ -248,7 +248,17 @@ class SettingsScreen(Screen[None]):
                 continue
             said = stored if unchanged else problems
             try:
-                out[level][key] = self.qroot.parse_setting(key, text)
+                value = self.qroot.parse_setting(key, text)
+                # a changed value that parses but is out of the store's bounds (RSMQ's vt -5, a
+                # ddmq message_timeout over its maximum) is this field's problem too: it read
+                # "-5 (queue)" in the effective column, and only the first such field was said
+                out_of_bounds = [] if unchanged else self.qroot.validate_settings({key: value})
+                if out_of_bounds:
+                    said.extend(f"{level}: {p}" for p in out_of_bounds)
+                    inp.add_class("invalid")
+                    self.invalid.add((level, key))
+                    continue
+                out[level][key] = value
                 inp.remove_class("invalid")
             except QConsoleError as err:
                 said.append(f"{level}: {err}")

@@ -1,0 +1,93 @@
+"""Bug hunt D: the forms (publish, settings), the dialogs (move, delete, purge, trash), an RSMQ
+namespace beside file roots, resizes and rapid keys, in tmux at 80x24, 120x40 and 200x50. One
+test per finding, written to fail before its fix."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+pytest.importorskip("textual")
+
+from tui_helpers import make_app, open_queue, screen_text, settle  # noqa: E402
+
+
+def said(app: Any) -> str:
+    return "\n".join(e.text for e in app.log_entries)
+
+
+def rsmq_namespace(*queues: str) -> tuple[Any, str]:
+    """The test process's Redis server and a fresh namespace holding ``queues``, made by qconsole."""
+    from redis_peer import shared_server
+
+    from qconsole.backends import open_target
+
+    server = shared_server()
+    ns = "huntd" + os.urandom(5).hex()
+    backend = open_target(server.url(ns))
+    for queue in queues:
+        backend.create_queue(queue)
+    return server, ns
+
+
+async def open_from_root(pilot: Any, key: str, kind: type) -> Any:
+    await settle(pilot)
+    await pilot.press(key)
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, kind), pilot.app.screen
+    return pilot.app.screen
+
+
+# -- 1. settings: a value that parses but is out of bounds read as the effective value -------------
+
+async def test_an_out_of_bounds_rsmq_setting_reads_invalid_in_every_field_it_is_typed() -> None:
+    """vt -5 and delay 99999999999 typed in an RSMQ queue's settings: the effective column read
+    "-5 (queue)" and "99999999999 (queue)" (they parse as integers; only the store's bounds refuse
+    them), the fields were not marked, and only the first one's problem was said at all."""
+    from textual.widgets import Input
+
+    from qconsole.screens.settings_screen import SettingsScreen
+
+    server, ns = rsmq_namespace("jobs")
+    app = make_app([server.url(ns)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_from_root(pilot, "s", SettingsScreen)
+        for key, typed in (("vt", "-5"), ("delay", "99999999999")):
+            box = form.query_one(f"#queue--{key}", Input)
+            form.set_focus(box)
+            await pilot.press("ctrl+a", "ctrl+k", *typed)
+            await settle(pilot)
+        for key in ("vt", "delay"):
+            shown = str(form.query_one(f"#eff--{key}").content)
+            assert "invalid (queue)" in shown, (key, shown)  # was "-5 (queue)", "99999999999 (queue)"
+            assert form.query_one(f"#queue--{key}", Input).has_class("invalid"), key
+        status = str(form.query_one("#serror").content)
+        assert "vt must be between 0 and 9999999" in status, status
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert "not saved" in said(app), said(app)
+    client = server.client()
+    try:
+        assert client.hget(f"{ns}:jobs:Q", "vt") == b"30" and client.hget(f"{ns}:jobs:Q", "delay") == b"0"
+    finally:
+        client.close()
+
+
+async def test_a_ddmq_timeout_over_its_maximum_reads_invalid(ddmq_root: tuple[str, Any]) -> None:
+    from textual.widgets import Input
+
+    from qconsole.screens.settings_screen import SettingsScreen
+
+    root, _broker = ddmq_root
+    app = make_app([root])
+    async with app.run_test(size=(100, 30)) as pilot:
+        form = await open_from_root(pilot, "s", SettingsScreen)
+        box = form.query_one("#queue--message_timeout", Input)
+        form.set_focus(box)
+        await pilot.press(*"99999999999")
+        await settle(pilot)
+        shown = str(form.query_one("#eff--message_timeout").content)
+        assert "invalid (queue)" in shown, shown  # was "99999999999 (queue)"
+        assert "message_timeout: at most" in str(form.query_one("#serror").content)
