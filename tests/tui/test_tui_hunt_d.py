@@ -91,3 +91,24 @@ async def test_a_ddmq_timeout_over_its_maximum_reads_invalid(ddmq_root: tuple[st
         shown = str(form.query_one("#eff--message_timeout").content)
         assert "invalid (queue)" in shown, shown  # was "99999999999 (queue)"
         assert "message_timeout: at most" in str(form.query_one("#serror").content)
+
+
+# -- 2. publish: an RSMQ delay past rsmq's bounds read "ctrl+s publishes" ---------------------------
+
+async def test_an_rsmq_delay_past_its_bounds_is_said_while_typing() -> None:
+    """delay 10**30 in the publish form of an RSMQ queue: the form's line said "ctrl+s publishes",
+    and only ctrl+s was refused, in a toast (the option declared no maximum; the store checked)."""
+    from qconsole.screens.publish_screen import PublishScreen
+
+    server, ns = rsmq_namespace("jobs")
+    app = make_app([server.url(ns)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_from_root(pilot, "p", PublishScreen)
+        form.set_focus(form.query_one("#delay"))
+        await pilot.press(*"1000000000000000000000000000000")
+        await settle(pilot)
+        line = str(form.query_one("#perror").content)
+        assert "delay must be at most 9,999,999" in line, line  # was "ctrl+s publishes, ..."
+        await pilot.press("ctrl+a", "ctrl+k", *"9999999")
+        await settle(pilot)
+        assert "ctrl+s publishes" in str(form.query_one("#perror").content)

@@ -303,7 +303,7 @@ class RsmqBackend(Backend):
     report_module = "qconsole.backends.rsmq.report_chunks"
     publish_options = (
         Option("delay", "float", "Seconds before the message becomes visible (0-9999999, ms precision; "
-               "default: the queue's delay).", minimum=0),
+               "default: the queue's delay).", minimum=0, maximum=DELAY_MAX),
         Option("realtime", "bool", "Also PUBLISH the queue's size on {ns}:rt:{queue}, as rsmq's realtime mode.",
                flag="--realtime"),
     )
