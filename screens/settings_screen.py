@@ -46,6 +46,13 @@ def file_values(root: dict[str, Setting], queue: dict[str, Setting]) -> dict[str
             "queue": {k: s.value for k, s in queue.items() if s.source == "queue"}}
 
 
+def field_id(prefix: str, key: str) -> str | None:
+    """A widget id for ``key``'s field (tests and CSS find it by it), or None when the key is
+    no Textual identifier: ``note_ünï`` is a Python identifier but not a Textual id, and a
+    ddmq.yaml holding it stopped the console with BadIdentifier as the form opened."""
+    return f"{prefix}--{key}" if key.isascii() and key.isidentifier() else None
+
+
 def reroute(event: events.Key, widget: Any) -> None:
     """A key the screen was given before ``widget`` had the focus, to ``widget``."""
     event.stop()
@@ -184,13 +191,13 @@ class SettingsScreen(Screen[None]):
                 text = self._file_text(level, key)
                 self.initial[(level, key)] = text
                 inp = InOrderInput(text,
-                            placeholder="-", id=f"{level}--{key}" if key.isidentifier() else None,
+                            placeholder="-", id=field_id(level, key),
                             classes="setting",
                             disabled=services(self).read_only or (level == "root" and not self.root_level))
                 inp.setting = (level, key)  # type: ignore[attr-defined]
                 cells.append(inp)
                 self.fields.append(inp)
-            cells.append(Label(id=f"eff--{key}" if key.isidentifier() else None, classes="effective"))
+            cells.append(Label(id=field_id("eff", key), classes="effective"))
             cells[-1].setting_key = key  # type: ignore[attr-defined]
             self.effective[key] = cells[-1]
         # each field says Changed for its first value: one recompute for them all, not one per

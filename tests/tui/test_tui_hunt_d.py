@@ -112,3 +112,33 @@ async def test_an_rsmq_delay_past_its_bounds_is_said_while_typing() -> None:
         await pilot.press("ctrl+a", "ctrl+k", *"9999999")
         await settle(pilot)
         assert "ctrl+s publishes" in str(form.query_one("#perror").content)
+
+
+# -- 3. settings: a ddmq.yaml key with a non-ASCII letter stopped the console ----------------------
+
+async def test_a_ddmq_yaml_key_with_a_non_ascii_letter_opens_the_settings(ddmq_root: tuple[str, Any]) -> None:
+    """`note_ünï: hello` in the root's ddmq.yaml (a colleague's note): s stopped the console with
+    Textual's BadIdentifier, exit 70 (the key is a Python identifier, so it was made a widget id)."""
+    from textual.widgets import Input
+
+    from qconsole.screens.settings_screen import SettingsScreen
+
+    root, _broker = ddmq_root
+    with open(os.path.join(root, "ddmq.yaml"), "w", encoding="utf-8") as fh:
+        fh.write('message_timeout: 300\nnote_ünï: "héllo wörld"\n')
+    app = make_app([root])
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_from_root(pilot, "s", SettingsScreen)
+        assert app.is_running and form.fields is not None
+        assert "note_ünï" in screen_text(app) and "héllo wörld" in screen_text(app)
+        # it is a field like the others: changed, it is saved
+        box = next(f for f in form.fields if f.setting == ("root", "note_ünï"))
+        assert isinstance(box, Input)
+        form.set_focus(box)
+        await pilot.press("ctrl+a", "ctrl+k", *"bye")
+        await settle(pilot)
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+    with open(os.path.join(root, "ddmq.yaml"), encoding="utf-8") as fh:
+        text = fh.read()
+    assert "bye" in text and "message_timeout: 300" in text, text
