@@ -96,8 +96,12 @@ class TrashScreen(Screen[None]):
         table = self.query_one(DataTable)
         table.clear()
         self.batches = sorted(event.batches, key=lambda b: b.created_at, reverse=True)
+        # a file trash holds file names: ddmq's (`999.17957668228540032.ddmq7ec7…`) are shown
+        # as the ids the queue screen and the delete question named (the names' common head
+        # filled the column: one message, unrecognisable)
+        message_id = getattr(self.qroot, "message_id", None)
         for b in self.batches:
-            held = ", ".join(safe_name(i) for i in b.ids[:SHOWN_IDS])
+            held = ", ".join(safe_name((message_id(i) if message_id else None) or i) for i in b.ids[:SHOWN_IDS])
             more = f" +{len(b.ids) - SHOWN_IDS}" if len(b.ids) > SHOWN_IDS else ""
             if len(held) + len(more) > HOLDS_W:
                 held = held[: HOLDS_W - len(more) - 1] + "…"

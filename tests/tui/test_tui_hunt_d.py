@@ -142,3 +142,37 @@ async def test_a_ddmq_yaml_key_with_a_non_ascii_letter_opens_the_settings(ddmq_r
     with open(os.path.join(root, "ddmq.yaml"), encoding="utf-8") as fh:
         text = fh.read()
     assert "bye" in text and "message_timeout: 300" in text, text
+
+
+# -- 4. the trash of a ddmq root named file names, not the ids the delete question named ----------
+
+async def test_the_trash_of_a_ddmq_root_names_the_ids_deleted(ddmq_root: tuple[str, Any]) -> None:
+    """a, d, y on a ddmq queue, then t: the delete question named `7ec7eec4...`, the trash's
+    "holds" column `999.1795766822854003… +2` (the first file name, cut to the column: no id
+    of any message in it)."""
+    from qconsole.backends import open_target
+    from qconsole.screens.trash_screen import TrashScreen
+
+    root, broker = ddmq_root
+    for text in ("one", "two", "three"):
+        broker.publish("jobs", text)
+    backend = open_target(root)
+    app = make_app([root])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("a", "d")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        trash = app.screen
+        assert isinstance(trash, TrashScreen)
+        while trash.last_batch is None:
+            await pilot.pause(0.05)
+        await settle(pilot)
+        (batch,) = trash.batches
+        names = batch.ids[:2]
+        shown = screen_text(app)
+        assert ".ddmq" not in shown, shown  # was "999.1795766822854003… +2"
+        assert backend.message_id(names[0])[:8] in shown, shown
