@@ -176,3 +176,28 @@ async def test_the_trash_of_a_ddmq_root_names_the_ids_deleted(ddmq_root: tuple[s
         shown = screen_text(app)
         assert ".ddmq" not in shown, shown  # was "999.1795766822854003… +2"
         assert backend.message_id(names[0])[:8] in shown, shown
+
+
+# -- 5. publish: a ddmq priority past what a file name holds read "ctrl+s publishes" ----------------
+
+async def test_a_ddmq_priority_past_its_bound_is_said_while_typing(ddmq_root: tuple[str, Any]) -> None:
+    """priority 99999999999999999999 (20 digits) in a ddmq publish form: the line said "ctrl+s
+    publishes", and ctrl+s was refused in a toast ("priority must be between 0 and
+    999999999999999999"): the option declared no maximum, the store's write checked it."""
+    from qconsole.screens.publish_screen import PublishScreen
+
+    root, _broker = ddmq_root
+    app = make_app([root])
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_from_root(pilot, "p", PublishScreen)
+        form.set_focus(form.query_one("#priority"))
+        await pilot.press(*"99999999999999999999")
+        await settle(pilot)
+        line = str(form.query_one("#perror").content)
+        assert "priority must be at most 999,999,999,999,999,999" in line, line  # was "ctrl+s publishes, ..."
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert isinstance(app.screen, PublishScreen) and "publish jobs" not in said(app)
+        await pilot.press("backspace", "backspace")
+        await settle(pilot)
+        assert "ctrl+s publishes" in str(form.query_one("#perror").content)

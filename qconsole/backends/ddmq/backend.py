@@ -7,6 +7,7 @@ import os
 from ...errors import OperationError
 from ..base import CREATE_QUEUE, PRIORITIES, REDELIVERY_COUNT, SETTINGS, WRITING, Option, SettingField
 from ..fs.root import FileBackend
+from ..fs.safety import MAX_PRIORITY
 from . import layout
 from .layout import MAX_TIMEOUT
 
@@ -44,7 +45,8 @@ class DdmqBackend(FileBackend):
     moves_keep_ids = True  # requeue and move keep the id of the file name
     capabilities = FileBackend.capabilities | {SETTINGS, PRIORITIES, WRITING, CREATE_QUEUE, REDELIVERY_COUNT}
     publish_options = (
-        Option("priority", "int", "Priority (lower first; default from settings).", minimum=0, short="-p"),
+        Option("priority", "int", "Priority (lower first; default from settings).", minimum=0, maximum=MAX_PRIORITY,
+               short="-p"),
         Option("timeout", "int", "Visibility timeout in seconds.", minimum=0, maximum=MAX_TIMEOUT),
         Option("requeue", "int_or_bool", "Requeue when expired (default from settings).", minimum=0),
         Option("requeue_limit", "int", "At most N requeues.", minimum=0),
