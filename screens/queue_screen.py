@@ -308,6 +308,10 @@ class QueueScreen(Screen[None]):
             self.post_message(self.Loaded(None, str(err), resume_gc))
         except OSError as err:
             self.post_message(self.Loaded(None, f"cannot read {self.queue}: {err.strerror}", resume_gc))
+        except Exception as err:  # noqa: BLE001 (a store's listing at fault: said, and tried again)
+            # the worker ended without a word: "listing messages…" stayed for good, m and d did
+            # nothing, and no rescan was ever scheduled again (the next one follows a Loaded)
+            self.post_message(self.Loaded(None, f"cannot list {self.queue}: {type(err).__name__}: {err}", resume_gc))
         finally:
             if resume_gc:
                 # never left off for long, even if the screen is gone before the message lands

@@ -201,3 +201,39 @@ async def test_a_ddmq_priority_past_its_bound_is_said_while_typing(ddmq_root: tu
         await pilot.press("backspace", "backspace")
         await settle(pilot)
         assert "ctrl+s publishes" in str(form.query_one("#perror").content)
+
+
+# -- 6. a listing that failed with an unexpected error said "listing messages…" for good -----------
+
+async def test_a_listing_that_fails_unexpectedly_is_said_and_tried_again(vsqs_root: tuple[str, Any],
+                                                                        monkeypatch: Any) -> None:
+    """enter on a VSQS queue while its listing raised an error that is neither the store's own
+    nor an OSError (seen in tmux: a module of the store being replaced under a running console):
+    the worker died without a word, the status said "listing messages…" for good, and no
+    rescan was scheduled again, so the queue stayed blank after the fault was gone."""
+    from qconsole.backends.vsqs.backend import VsqsBackend
+
+    root, manager = vsqs_root
+    for i in range(3):
+        manager.get_queue("jobs").publish(f"m{i}".encode())
+    original = VsqsBackend.list_messages
+    faults = {"left": 1}
+
+    def failing(self: Any, *args: Any, **kw: Any) -> Any:
+        if faults["left"]:
+            faults["left"] -= 1
+            raise ValueError("a store's listing at fault")
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(VsqsBackend, "list_messages", failing)
+    app = make_app([root], interval=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:
+        queue = await open_queue(pilot, "jobs")
+        shown = screen_text(app)
+        assert "listing messages…" not in shown, shown
+        assert "ValueError: a store's listing at fault" in shown, shown
+        for _ in range(100):  # the next pass (2 s later) lists it
+            if queue.scan is not None and len(queue.all_messages) == 3:
+                break
+            await pilot.pause(0.05)
+        assert len(queue.all_messages) == 3
