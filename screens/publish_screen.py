@@ -71,9 +71,13 @@ def parse_option(opt: Option, raw: str) -> Any:
 def parse_form(options: Sequence[Option], fields: dict[str, str]) -> dict[str, Any]:
     """The publish arguments from the form's text fields; FormError with one line when invalid."""
     raw = fields.get("count", "").strip() or "1"
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_COUNT:
+    # the length first: int() of a pasted run of over 4,300 digits is a ValueError ("not
+    # understood: ValueError: Exceeds the limit (4300 digits) ... sys.set_int_max_str_digits()")
+    digits = raw.lstrip("0") or "0"
+    if not (raw.isascii() and raw.isdigit()) or len(digits) > len(str(MAX_COUNT)) \
+            or not 1 <= int(digits) <= MAX_COUNT:
         raise FormError(f"count: a whole number from 1 to {MAX_COUNT}")
-    out: dict[str, Any] = {"count": int(raw)}
+    out: dict[str, Any] = {"count": int(digits)}
     for opt in options:
         value = parse_option(opt, fields.get(opt.name, ""))
         if value is not None:

@@ -237,3 +237,33 @@ async def test_a_listing_that_fails_unexpectedly_is_said_and_tried_again(vsqs_ro
                 break
             await pilot.pause(0.05)
         assert len(queue.all_messages) == 3
+
+
+# -- 7. publish: a count pasted as thousands of digits read "not understood: ValueError" -----------
+
+async def test_a_pasted_count_of_thousands_of_digits_is_the_counts_problem(ddmq_root: tuple[str, Any]) -> None:
+    """A run of 5,000 digits pasted in the count: the form's line read "not understood:
+    ValueError: Exceeds the limit (4300 digits) for integer string conversion ... use
+    sys.set_int_max_str_digits()" (Python's own limit on int(), hit before the range check)."""
+    from textual import events
+
+    from qconsole.screens.publish_screen import PublishScreen
+
+    root, _broker = ddmq_root
+    app = make_app([root])
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_from_root(pilot, "p", PublishScreen)
+        count = form.query_one("#count")
+        form.set_focus(count)
+        await pilot.press("ctrl+a", "ctrl+k")
+        count.post_message(events.Paste("9" * 5000))
+        await settle(pilot)
+        line = str(form.query_one("#perror").content)
+        assert line == "count: a whole number from 1 to 100000", line
+        await pilot.press("ctrl+a", "ctrl+k")
+        count.post_message(events.Paste("0" * 5000 + "2"))
+        await settle(pilot)
+        assert "ctrl+s publishes" in str(form.query_one("#perror").content)
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+    assert sum(".ddmq" in n for n in os.listdir(os.path.join(root, "jobs"))) == 2
