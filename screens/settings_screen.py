@@ -376,6 +376,7 @@ class SettingsScreen(Screen[None]):
 
         # what is being saved is the baseline at once: escape right after ctrl+s asked to drop
         # "1 field(s) changed" until the read-back landed
+        before = dict(self.initial), {level: dict(values) for level, values in self.files.items()}
         self.saved = {inp.setting: inp.value for inp in self.fields or ()}  # type: ignore[attr-defined]
         self.initial.update(self.saved)
         for level, (to_set, to_unset) in pending.items():
@@ -385,7 +386,18 @@ class SettingsScreen(Screen[None]):
                 file.pop(key, None)
         self.recompute()
         services(self).run_operation(self.qroot, "save settings", save,
-                                     lambda result: self._load_again(result is not None))
+                                     lambda result: self._after_save(result is not None, before))
+
+    def _after_save(self, saved: bool,
+                    before: tuple[dict[tuple[str, str], str], dict[str, dict[str, Any]]]) -> None:
+        if not saved:
+            # the edits are pending again, even when the files cannot be read back (the Redis
+            # server down, the queue deleted): the form said "ctrl+s saves" with nothing to
+            # save, a second ctrl+s "nothing to save", and escape dropped the edit unasked
+            self.initial, self.files = before
+            if self.is_attached:
+                self.recompute()
+        self._load_again(saved)
 
     def _load_again(self, saved: bool) -> None:
         # the app taken here, on the event loop: a thread finds it through the screen's parents,

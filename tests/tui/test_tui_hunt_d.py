@@ -267,3 +267,40 @@ async def test_a_pasted_count_of_thousands_of_digits_is_the_counts_problem(ddmq_
         await pilot.press("ctrl+s")
         await settle(pilot)
     assert sum(".ddmq" in n for n in os.listdir(os.path.join(root, "jobs"))) == 2
+
+
+# -- 8. settings: a save that failed, its read-back failing too, dropped the edits as if saved ------
+
+async def test_a_failed_save_leaves_the_edits_pending_when_nothing_can_be_read_back() -> None:
+    """vt 45 typed in an RSMQ queue's settings and ctrl+s after the queue was deleted behind
+    the form: "save settings: no queue 'doomed'", and then the line read "ctrl+s saves (atomic;
+    ...)" with nothing pending, a second ctrl+s "nothing to save", and escape left without
+    asking: the edit was taken for saved (the baseline moves at ctrl+s and only a successful
+    read-back put it back)."""
+    from textual.widgets import Input
+
+    from qconsole.backends import open_target
+    from qconsole.screens.dialogs import ConfirmScreen
+    from qconsole.screens.settings_screen import SettingsScreen
+
+    server, ns = rsmq_namespace("doomed")
+    app = make_app([server.url(ns)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_from_root(pilot, "s", SettingsScreen)
+        box = form.query_one("#queue--vt", Input)
+        form.set_focus(box)
+        await pilot.press("ctrl+a", "ctrl+k", "4", "5")
+        await settle(pilot)
+        open_target(server.url(ns)).delete_queue("doomed")
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        for _ in range(40):
+            await pilot.pause(0.05)
+            await settle(pilot)
+        assert "no queue 'doomed'" in said(app), said(app)
+        assert box.value == "45"
+        status = str(form.query_one("#serror").content)
+        assert "ctrl+s saves: 1 to set" in status, status  # was "ctrl+s saves (atomic; ...)"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)  # was: back to the root screen, the edit gone
