@@ -102,7 +102,10 @@ class TrashScreen(Screen[None]):
         message_id = getattr(self.qroot, "message_id", None)
         for b in self.batches:
             held = ", ".join(safe_name((message_id(i) if message_id else None) or i) for i in b.ids[:SHOWN_IDS])
-            more = f" +{len(b.ids) - SHOWN_IDS}" if len(b.ids) > SHOWN_IDS else ""
+            # the others of the batch, not of the ids listed with it: an RSMQ batch lists its
+            # first 8, and a purge of 10,715 messages read "hojnw00cnzyGbXpDMz2u… +6"
+            rest = max(b.count or 0, len(b.ids)) - min(len(b.ids), SHOWN_IDS)
+            more = f" +{rest}" if rest > 0 else ""
             if len(held) + len(more) > HOLDS_W:
                 held = held[: HOLDS_W - len(more) - 1] + "…"
             held += more

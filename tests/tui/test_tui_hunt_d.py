@@ -304,3 +304,32 @@ async def test_a_failed_save_leaves_the_edits_pending_when_nothing_can_be_read_b
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)  # was: back to the root screen, the edit gone
+
+
+# -- 9. the trash of an RSMQ namespace: a purge of 20 messages "holds" 2 ids "+6" -----------------
+
+async def test_the_trash_says_how_many_more_a_batch_holds_than_it_names() -> None:
+    """P on an RSMQ queue of 20 messages, then t: the holds column read "<id>, <id>… +6" (the
+    store lists a batch's first 8 ids; the +N counted those, not the batch)."""
+    from qconsole.backends import open_target
+    from qconsole.screens.trash_screen import TrashScreen
+
+    server, ns = rsmq_namespace("jobs")
+    backend = open_target(server.url(ns))
+    backend.publish("jobs", [b"x"] * 20, {})
+    app = make_app([server.url(ns)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("P", *"jobs", "enter")
+        await settle(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        trash = app.screen
+        assert isinstance(trash, TrashScreen)
+        while trash.last_batch is None:
+            await pilot.pause(0.05)
+        await settle(pilot)
+        (batch,) = trash.batches
+        assert batch.count == 20 and len(batch.ids) < 20
+        shown = screen_text(app)
+        assert "+18" in shown and "+6" not in shown, shown
