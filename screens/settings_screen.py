@@ -330,7 +330,9 @@ class SettingsScreen(Screen[None]):
             more = f" (+{len(kept) - 1} more)" if len(kept) > 1 else ""
             note = safe_text(f" · as stored: {kept[0]}{more}; kept unless changed", style="yellow",
                              keep_newlines=False)
-        if problems:
+        if services(self).read_only:  # the fields are disabled and ctrl+s is no key: not offered
+            err.update(Text.assemble(("READ-ONLY: the settings are shown, never saved", "dim"), note))
+        elif problems:
             err.update(safe_text(problems[0], style="red", keep_newlines=False))
         elif pending:
             n_set = sum(len(to_set) for to_set, _u in pending.values())

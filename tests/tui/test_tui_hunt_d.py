@@ -333,3 +333,22 @@ async def test_the_trash_says_how_many_more_a_batch_holds_than_it_names() -> Non
         assert batch.count == 20 and len(batch.ids) < 20
         shown = screen_text(app)
         assert "+18" in shown and "+6" not in shown, shown
+
+
+# -- 10. settings under --read-only: the form's line offered ctrl+s --------------------------------
+
+async def test_read_only_settings_do_not_offer_ctrl_s(ddmq_root: tuple[str, Any]) -> None:
+    """`qconsole --read-only ROOT`, s: the footer rightly had no ^s (and the fields were
+    disabled), but the line under the form said "ctrl+s saves (atomic; unknown keys are kept)"."""
+    from qconsole.screens.settings_screen import SettingsScreen
+
+    root, _broker = ddmq_root
+    app = make_app([root], read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await open_from_root(pilot, "s", SettingsScreen)
+        assert form.fields and all(f.disabled for f in form.fields)
+        line = str(form.query_one("#serror").content)
+        assert "ctrl+s" not in line and "READ-ONLY" in line, line
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert "config" not in said(app)
