@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.cells import cell_len
+from rich.text import Text
 
 from qconsole.safetext import safe_name
 
@@ -29,3 +30,13 @@ def short_name(name: str, width: int) -> str:
             break
         tail = ch + tail
     return f"{head}…{tail}"
+
+
+def one_row_title(before: Text, name: str, after: Text, width: int) -> Text:
+    """A one-row title naming a queue: ``name`` (bold) shortened around ``…`` to the room that
+    ``before`` and ``after`` leave in ``width`` cells (at least 12), never wrapped onto a
+    second row the screen does not show (a long name there left "publish to" naming nothing)."""
+    room = max(12, width - before.cell_len - after.cell_len)
+    title = Text.assemble(before, (short_name(name, room), "bold"), after)
+    title.no_wrap, title.overflow = True, "ellipsis"
+    return title

@@ -18,7 +18,7 @@ from qconsole.safetext import safe_name, safe_text
 
 from .dialogs import ConfirmScreen
 from .keybox import InOrderInput, InOrderTextArea
-from .names import ROOT_W, short_name
+from .names import ROOT_W, one_row_title, short_name
 from .services import services
 from .settings_screen import reroute
 
@@ -108,10 +108,7 @@ class PublishScreen(Screen[bool]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        label = services(self).root_label(self.qroot)  # several roots open: `jobs` may be in two
-        where = f" · root {short_name(label, ROOT_W)}" if label else ""
-        yield Static(Text.assemble(("publish to ", "bold"), (safe_name(self.queue), "bold"),
-                                   (f"  ({self.qroot.title}{where})", "dim")), id="ptitle")
+        yield Static(self.title_text(), id="ptitle")
         # scrolls on a short terminal (the form needs ~18 rows): every field can be reached and
         # the focused one is scrolled into view; not focusable itself (tab goes field to field)
         with VerticalScroll(id="publish", can_focus=False):
@@ -130,6 +127,13 @@ class PublishScreen(Screen[bool]):
         yield Static(id="perror")
         yield Footer(compact=True)
 
+    def title_text(self) -> Text:
+        """The one-row title, its queue's name fitted to the screen's width."""
+        label = services(self).root_label(self.qroot)  # several roots open: `jobs` may be in two
+        where = f" · root {short_name(label, ROOT_W)}" if label else ""
+        return one_row_title(Text("publish to ", style="bold"), self.queue,
+                             Text(f"  ({self.qroot.title}{where})", style="dim"), (self.size.width or 80) - 2)
+
     def on_mount(self) -> None:
         # at once (focus() waits for the app's queue): the keys typed after p land in the payload
         self.set_focus(self.query_one("#payload", TextArea))
@@ -142,6 +146,7 @@ class PublishScreen(Screen[bool]):
             reroute(event, self.focused)
 
     def on_resize(self) -> None:
+        self.query_one("#ptitle", Static).update(self.title_text())
         # a terminal made shorter: the field being typed in stays in view
         focused = self.focused
         if focused is not None:

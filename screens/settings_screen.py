@@ -23,7 +23,7 @@ from qconsole.safetext import escape_controls, safe_name, safe_text
 
 from .dialogs import ConfirmScreen
 from .keybox import InOrderInput
-from .names import ROOT_W, short_name
+from .names import ROOT_W, one_row_title, short_name
 from .services import services
 
 LEVELS = ("root", "queue")
@@ -127,10 +127,7 @@ class SettingsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        label = services(self).root_label(self.qroot)  # several roots open: `jobs` may be in two
-        where = f"  root {short_name(label, ROOT_W)}" if label else ""
-        yield Static(Text.assemble(("settings  ", "bold"), ("queue ", "dim"), (safe_name(self.queue), "bold"),
-                                   (where, "dim")), id="stitle")
+        yield Static(self.title_text(), id="stitle")
         # not focusable itself: tab goes from field to field, and the focused field is in view
         with VerticalScroll(id="settings", can_focus=False):
             if not self.qroot.can(SETTINGS):
@@ -139,6 +136,16 @@ class SettingsScreen(Screen[None]):
                 yield Static(Text("loading…", style="dim"), id="sload")
         yield Static(id="serror")
         yield Footer(compact=True)
+
+    def title_text(self) -> Text:
+        """The one-row title, its queue's name fitted to the screen's width."""
+        label = services(self).root_label(self.qroot)  # several roots open: `jobs` may be in two
+        where = f"  root {short_name(label, ROOT_W)}" if label else ""
+        return one_row_title(Text.assemble(("settings  ", "bold"), ("queue ", "dim")), self.queue,
+                             Text(where, style="dim"), (self.size.width or 80) - 2)
+
+    def on_resize(self) -> None:
+        self.query_one("#stitle", Static).update(self.title_text())
 
     def on_mount(self) -> None:
         if self.qroot.can(SETTINGS):

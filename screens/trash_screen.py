@@ -16,7 +16,7 @@ from qconsole.output import humanize
 from qconsole.safetext import safe_name
 
 from .dialogs import ConfirmScreen
-from .names import short_name
+from .names import one_row_title, short_name
 from .services import services
 
 #: ids named per batch in the "holds" column, cut to its width (the table never scrolls sideways)
@@ -65,7 +65,7 @@ class TrashScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(Text.assemble(("trash of ", "dim"), (safe_name(self.qroot.target), "bold")), id="ttitle")
+        yield Static(self.title_text(), id="ttitle")
         table: DataTable[Text | str] = BatchTable(cursor_type="row", id="batches")
         for key, label, width in (("when", "when", 19), ("action", "action", 6), ("queue", "queue", QUEUE_W),
                                   ("count", "msgs", COUNT_W), ("holds", "holds", HOLDS_W)):
@@ -73,6 +73,13 @@ class TrashScreen(Screen[None]):
         yield table
         yield Static(Text("listing…", style="dim"), id="tstatus")
         yield Footer(compact=True)
+
+    def title_text(self) -> Text:
+        """One row: a root's long path shortened around … (it wrapped away, "trash of" alone)."""
+        return one_row_title(Text("trash of ", style="dim"), self.qroot.target, Text(""), (self.size.width or 80) - 2)
+
+    def on_resize(self) -> None:
+        self.query_one("#ttitle", Static).update(self.title_text())
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()

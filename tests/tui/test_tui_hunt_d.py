@@ -352,3 +352,47 @@ async def test_read_only_settings_do_not_offer_ctrl_s(ddmq_root: tuple[str, Any]
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert "config" not in said(app)
+
+
+# -- 11. a long queue name: the publish and settings titles named no queue --------------------------
+
+@pytest.mark.parametrize("key", ["p", "s"])
+async def test_a_long_queue_name_is_shortened_in_the_form_titles(tmp_path: Any, key: str) -> None:
+    """p (or s) on a ddmq queue of a 120-character name at 80x24: the one-row title read
+    "publish to" ("settings  queue") and nothing else: the name, one word too long for the row,
+    wrapped onto a second row the title does not show, and the store and root with it. The
+    name is now shortened around … as the queue screen's title does, and follows a resize."""
+    from peers import ddmq_broker
+
+    from qconsole.screens.publish_screen import PublishScreen
+    from qconsole.screens.settings_screen import SettingsScreen
+
+    root = str(tmp_path / "dd")
+    name = "q" * 60 + "-tail-eu"
+    ddmq_broker(root, name)
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_from_root(pilot, key, PublishScreen if key == "p" else SettingsScreen)
+        title = screen_text(app).splitlines()[1]
+        assert "…" in title and "tail-eu" in title, title  # was "publish to" (or "settings  queue") alone
+        if key == "p":
+            assert "(ddmq)" in title, title
+        await pilot.resize_terminal(160, 24)
+        await settle(pilot)
+        title = screen_text(app).splitlines()[1]
+        assert name in title, title  # whole again where it fits
+
+
+async def test_a_long_root_path_is_shortened_in_the_trash_title(tmp_path: Any) -> None:
+    """t on a root whose path is longer than the row: the title read "trash of" alone."""
+    from peers import ddmq_broker
+
+    from qconsole.screens.trash_screen import TrashScreen
+
+    root = str(tmp_path / ("shared-queues-" * 6 + "prod"))
+    ddmq_broker(root, "jobs")
+    app = make_app([root])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_from_root(pilot, "t", TrashScreen)
+        title = screen_text(app).splitlines()[1]
+        assert "…" in title and title.rstrip().endswith("prod"), title
