@@ -34,6 +34,8 @@ own comparable action on the same tree, messages per second:
 * ``purge --yes`` (to the trash, and ``--no-trash``) vs ddmq ``purge_queue`` / a VSQS
   listdir+unlink loop (vsqs 0.3 has no purge and its ``delete`` only works in-process);
 * ``move SRC DEST --all`` vs the clients' get/publish/remove loop;
+* ``publish -n`` vs the client's own publish called n times (vsqs 0.3 lists the queue per
+  message: O(n^2));
 * ``trash restore`` vs a bare ``os.rename`` loop;
 * ``delete Q ID... --yes`` (trash and ``--no-trash``) vs a listdir+unlink loop, at most
   ``--delete-n`` ids (they go on the command line, which Linux caps at 2 MB);
@@ -530,6 +532,19 @@ CLIENT_VSQS_MOVE = (  # receive from src, publish into dest, delete: the client'
     "    dst.publish(data)\n"
     "    src.delete(mid)\n"
 )
+CLIENT_VSQS_PUBLISH = (  # the client's own publish, n times (it lists the queue per message)
+    "import types\n"
+    "from vsqs.queue import Queue\n"
+    "class M: observer = types.SimpleNamespace(schedule=lambda *a: None)\n"
+    "q = Queue(M, {qdir!r})\n"
+    "for _ in range({n}): q.publish(b'hello')\n"
+)
+CLIENT_DDMQ_PUBLISH = (  # ddmq's own publish, n times
+    "import sys; sys.path.insert(0, {tests!r})\n"
+    "from peers import ddmq_module\n"
+    "b = ddmq_module().broker({root!r})\n"
+    "for _ in range({n}): b.publish('q', 'hello', clean=False)\n"
+)
 CLIENT_DDMQ_DELETE = (  # a ddmq user deleting messages by id: list once, delete_message() per match
     "import os, sys; sys.path.insert(0, {tests!r})\n"
     "from peers import ddmq_module\n"
@@ -719,6 +734,16 @@ def bench_bulk(args: argparse.Namespace) -> list[dict]:
         qc("move", "q", "dest", "--all"),
         [sys.executable, "-c", CLIENT_VSQS_MOVE.format(src=os.path.join(root, "q"), dst=os.path.join(root, "dest"))],
         "vsqs receive+publish+delete", check=lambda: left("vsqs", "dest", move_n), env=env))
+    out.append(bulk_case(
+        "ddmq publish -n", move_n, reps, lambda: build_expired_ddmq(_fresh(base, "root"), 0, queues=("q",)),
+        qc("publish", "q", '"hello"', "-n", str(move_n)),
+        [sys.executable, "-c", CLIENT_DDMQ_PUBLISH.format(tests=TESTS, root=root, n=move_n)], "ddmq publish()",
+        check=lambda: left("ddmq", "q", move_n), env=env))
+    out.append(bulk_case(
+        "vsqs publish -n", move_n, reps, lambda: build_expired_vsqs(_fresh(base, "root"), 0, queues=("q",)),
+        qc("publish", "q", "hello", "-n", str(move_n)),
+        [sys.executable, "-c", CLIENT_VSQS_PUBLISH.format(qdir=os.path.join(root, "q"), n=move_n)],
+        "vsqs publish()", check=lambda: left("vsqs", "q", move_n), env=env))
     shutil.rmtree(root, ignore_errors=True)
     return [r for r in out if r]
 
