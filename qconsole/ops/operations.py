@@ -89,6 +89,8 @@ class Operations:
         except Exception as err:  # a fault of ours (or a caller's callback): still on record
             self._stopped(action, queue, err, fields, outcome="error", error=f"{type(err).__name__}: {err}"[:500])
             raise
+        if result.dest is None:
+            result.dest = fields.get("dest")
         outcome = "ok" if not result.skipped else ("partial" if result.done else "changed underneath")
         self._audit(queue, action, outcome=outcome, ids=result.done[:AUDIT_LIST_CAP], count=len(result.done),
                     skipped=[list(s) for s in result.skipped[:AUDIT_LIST_CAP]], batch=result.batch, **fields)
@@ -116,7 +118,7 @@ class Operations:
         if part is not None or done or processed:  # (a change the backend tracks says so even when it did nothing)
             try:
                 err.partial = OpResult(action, queue, done=done, skipped=skipped, batch=batch,  # type: ignore[attr-defined]
-                                       unknown=unknown, processed=processed)
+                                       unknown=unknown, processed=processed, dest=fields.get("dest"))
             except AttributeError:  # an exception type without a __dict__
                 pass
 

@@ -36,11 +36,13 @@ class OpResult:
     #: (processed, total) of a change stopped early that keeps no record per id (the file stores'
     #: requeue, trash restore): how far it got, done or skipped, not which ones
     processed: tuple[int, int] | None = None
+    #: where a move went (the summary names it: "move jobs to dlq: 3 done")
+    dest: str | None = None
 
     def summary(self, *, command_hint: bool = True) -> str:
         """One line for a status bar or the CLI (``command_hint``: with the shell command that
         undoes it, which the console, where ``u`` does and several roots may be open, leaves out)."""
-        where = f" {self.queue}" if self.queue else ""
+        where = (f" {self.queue}" if self.queue else "") + (f" to {self.dest}" if self.dest else "")
         if self.processed is not None and not self.done:
             return (f"{self.action}{where}: stopped after about {self.processed[0]} of {self.processed[1]} "
                     "(done or skipped; not recorded one by one)")

@@ -120,7 +120,7 @@ def test_ls_ids_piped_into_requeue_move_and_delete(layout, request):
     assert counts(root, "jobs")["ready"] == 6 and counts(root, "jobs")["expired"] == 0
 
     res = shell('"$QC" ls jobs --ids --limit 2 | "$QC" move jobs dlq -', root)
-    assert res.returncode == 0 and "move jobs: 2 done" in res.stdout, res.stdout + res.stderr
+    assert res.returncode == 0 and "move jobs to dlq: 2 done" in res.stdout, res.stdout + res.stderr
     assert counts(root, "dlq")["ready"] == 2 and counts(root, "jobs")["ready"] == 4
 
     res = shell('"$QC" ls jobs --ids | "$QC" delete jobs - --yes', root)
@@ -268,7 +268,7 @@ def test_ids_on_stdin_consumed_since_listed_are_skipped_and_the_rest_done(layout
     # of the 3 oldest listed, a consumer receives (the oldest) and acks one before the move
     listed = run("ls", "jobs", "-r", root, "--ids").stdout.split()
     res, gone = pipeline("--limit 3", "take", 1, "move jobs dlq -")
-    said(res, f"move jobs: 2 done, 1 skipped (1 {NOT_IN_QUEUE})", gone)
+    said(res, f"move jobs to dlq: 2 done, 1 skipped (1 {NOT_IN_QUEUE})", gone)
     assert gone == listed[:1]
     assert counts(root, "dlq")["ready"] == 2  # (vsqs gives a moved message a new id in DEST)
     assert run("ls", "jobs", "-r", root, "--ids").stdout.split() == listed[3:]

@@ -44,7 +44,7 @@ def test_ls_ids_piped_into_requeue_move_and_delete(node, url, r, ns, tmp_path):
 
     order = qconsole("ls", "jobs", "-r", url, "--ids").stdout.splitlines()
     res = shell('"$QC" ls jobs --ids --limit 2 | "$QC" move jobs dlq - --audit-log "$AUDIT"', url, audit)
-    assert res.returncode == 0 and "move jobs: 2 done" in res.stdout, res.stdout + res.stderr
+    assert res.returncode == 0 and "move jobs to dlq: 2 done" in res.stdout, res.stdout + res.stderr
     assert sorted(m.decode() for m in r.zrange(f"{ns}:dlq", 0, -1)) == sorted(order[:2])
 
     res = shell('"$QC" ls jobs --ids | "$QC" delete jobs - --yes --audit-log "$AUDIT"', url, audit)

@@ -137,7 +137,7 @@ def test_changes_reach_exactly_the_undecodable_member(node, url, r, ns, tmp_path
     # move one to dlq: the same bytes arrive there
     res = qconsole("move", "jobs", "dlq", arg(b"\xed\xb3\xbf"), "-r", url, "--audit-log", audit)
     clean(res)
-    assert res.returncode == 0 and res.stdout == "move jobs: 1 done\n"
+    assert res.returncode == 0 and res.stdout == "move jobs to dlq: 1 done\n"
     assert [m for m in r.zrange(f"{ns}:dlq", 0, -1)] == [b"\xed\xb3\xbf"]
     assert r.hget(f"{ns}:dlq:Q", b"\xed\xb3\xbf") == b"body of \xed\xb3\xbf"
     others_unchanged(b"\xed\xb3\xbf")

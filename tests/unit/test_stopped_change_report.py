@@ -103,7 +103,7 @@ def test_a_stopped_move_reports_what_it_committed(tmp_path):
         ops.move("q", "dest", all_=True)
     moved = len(os.listdir(os.path.join(root, "dest")))
     assert 0 < moved < 1000 and len(info.value.partial.done) == moved == _last(tmp_path)["count"]
-    assert f"move q: {moved} done" in errors.interrupted_line(info.value)
+    assert f"move q to dest: {moved} done" in errors.interrupted_line(info.value)
 
 
 def _held_root(tmp_path, n: int) -> str:
