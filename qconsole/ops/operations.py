@@ -110,8 +110,10 @@ class Operations:
         else:
             done = list(getattr(self.root, "published", None) or []) if action == "publish" else []
             skipped, batch, unknown = [], None, 0
-            if not done and self.root.ticked and self.root.ticked[0] > 0:
-                processed = self.root.ticked  # a change that keeps no record per id: how far it got
+            # a change that keeps no record per id: how far it got (a publish keeps its ids: its
+            # ticks count copies written, which a stop takes back, not messages published)
+            if action != "publish" and not done and self.root.ticked and self.root.ticked[0] > 0:
+                processed = self.root.ticked
         extra = {"processed": list(processed)} if processed else {}
         self._audit(queue, action, **outcome, ids=done[:AUDIT_LIST_CAP], count=len(done),
                     skipped=[list(x) for x in skipped[:AUDIT_LIST_CAP]], batch=batch, unknown=unknown, **extra, **fields)
