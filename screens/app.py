@@ -346,8 +346,32 @@ class QConsoleApp(App[None]):
             # the stack may have changed while the question was open: undo the entry asked about
             if not yes or entry not in self.undo_stack:
                 return
+            place = self.undo_stack.index(entry)
             self.undo_stack.remove(entry)
-            self.run_operation(root, "undo", lambda ops: ops.trash_restore(batch), after)
+            #: set when the restore failed: whether the batch is still in the trash
+            still: list[bool] = []
+
+            def restore(ops: Any) -> Any:
+                try:
+                    return ops.trash_restore(batch)
+                except (QConsoleError, OSError):
+                    # not restored (the Redis server down for a moment, a mount hung up): the
+                    # entry went, and the next u said "this session's deletes and purges have
+                    # all been restored" of messages still in the trash. Kept while the trash
+                    # holds the batch; forgotten once it is gone (restored or emptied elsewhere)
+                    try:
+                        still.append(any(b.batch == batch for b in ops.trash_list()))
+                    except (QConsoleError, OSError):
+                        still.append(True)  # cannot tell: the trash most likely still holds it
+                    raise
+
+            def done(result: Any) -> None:
+                if result is None and still and still[0] and entry not in self.undo_stack:
+                    self.undo_stack.insert(min(place, len(self.undo_stack)), entry)
+                if after is not None:
+                    after(result)
+
+            self.run_operation(root, "undo", restore, done)
 
         # u may be pressed on another queue than the change's: say which change goes back
         self.push_screen(ConfirmScreen(f"Undo: restore the last change of {safe_name(queue or '?')}{where}?",

@@ -396,3 +396,69 @@ async def test_a_long_root_path_is_shortened_in_the_trash_title(tmp_path: Any) -
         await open_from_root(pilot, "t", TrashScreen)
         title = screen_text(app).splitlines()[1]
         assert "…" in title and title.rstrip().endswith("prod"), title
+
+
+# -- 12. an undo that failed (the store unreachable for a moment) was forgotten --------------------
+
+async def test_an_undo_that_failed_can_be_tried_again(ddmq_root: tuple[str, Any], monkeypatch: Any) -> None:
+    """d, y, then u, y while the store could not be reached (a Redis server restarting, an NFS
+    mount hung up): "undo: ..." said the error, and the next u said "nothing to undo: this
+    session's deletes and purges have all been restored" of a message still in the trash (the
+    entry left the undo list before the restore ran). A batch restored elsewhere meanwhile is
+    forgotten as before."""
+    from qconsole.backends import open_target
+    from qconsole.backends.fs.root import FileBackend
+    from qconsole.errors import OperationError
+    from qconsole.screens.dialogs import ConfirmScreen
+
+    root, broker = ddmq_root
+    broker.publish("jobs", "keep me")
+    broker.publish("jobs", "and me")
+    original = FileBackend.trash_restore
+    faults = {"left": 1}
+
+    def flaky(self: Any, batch: str) -> Any:
+        if faults["left"]:
+            faults["left"] -= 1
+            raise OperationError("cannot reach the store (a test's fault)")
+        return original(self, batch)
+
+    monkeypatch.setattr(FileBackend, "trash_restore", flaky)
+
+    def held() -> int:
+        return sum(".ddmq" in n for n in os.listdir(os.path.join(root, "jobs")))
+
+    app = make_app([root])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_queue(pilot, "jobs")
+        await pilot.press("d")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert held() == 1
+        await pilot.press("u")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert "cannot reach the store" in said(app)
+        await pilot.press("u")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen), said(app)  # was "nothing to undo: ... all been restored"
+        await pilot.press("y")
+        await settle(pilot)
+        assert held() == 2
+        # restored elsewhere (another terminal's `qconsole trash restore`): forgotten
+        await pilot.press("d")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        (batch,) = [b.batch for b in open_target(root).trash_list()]
+        original(open_target(root), batch)
+        await pilot.press("u")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert said(app).splitlines()[-1].startswith("nothing to undo"), said(app)
