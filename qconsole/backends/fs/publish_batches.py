@@ -62,7 +62,12 @@ class CtrlCHeld:
     be recorded first, then raised. Only the main thread gets KeyboardInterrupt (elsewhere
     this does nothing); blocking the signal would not do, since a worker thread takes it."""
 
-    __slots__ = ("prev", "got")
+    __slots__ = ("prev", "got", "reraise")
+
+    def __init__(self, reraise: bool = True) -> None:
+        #: False: a ctrl+c held is dropped at the end, for a clean-up that runs while an
+        #: exception (the first ctrl+c, a failure) is on its way out anyway
+        self.reraise = reraise
 
     def __enter__(self) -> CtrlCHeld:
         self.prev, self.got = None, False
@@ -77,7 +82,7 @@ class CtrlCHeld:
         if self.prev is None:
             return
         signal.signal(signal.SIGINT, self.prev)
-        if self.got:
+        if self.got and self.reraise:
             if callable(self.prev):
                 self.prev(signal.SIGINT, None)  # Python's own: raises KeyboardInterrupt
             elif self.prev == signal.SIG_DFL:
@@ -118,10 +123,14 @@ def publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], pl
                         renamed += 1
                         done.append(cp.id)
             except BaseException:
-                pool.shutdown(wait=True)  # no fsync still running on a descriptor closed here
-                for cp in batch[renamed:]:  # written, never a message: taken back
-                    cp.close()
-                    c.unlink(os.path.join(queue_dir, cp.name))
+                # a second ctrl+c (an operator presses it twice) is held until the take-back is
+                # done: raised inside it, it left up to a batch of VSQS .new files that nothing
+                # ever removes (race review); the exception on its way out says it all
+                with CtrlCHeld(reraise=False):
+                    pool.shutdown(wait=True)  # no fsync still running on a descriptor closed here
+                    for cp in batch[renamed:]:  # written, never a message: taken back
+                        cp.close()
+                        c.unlink(os.path.join(queue_dir, cp.name))
                 raise
     if tick is not None:
         tick(total, total)
