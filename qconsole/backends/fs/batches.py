@@ -43,6 +43,7 @@ from typing import Any
 
 from ...errors import QConsoleError
 from . import safety
+from .publish_batches import CtrlCHeld
 from .claims import (BATCH, CLAIM, TMP, Claim, Owned, Placement, RecoverReport, new_token, owned_name,
                      owner_alive, parse_owned, _claim_problem, _is_reg)
 
@@ -115,7 +116,12 @@ class BatchWriter:
     def __exit__(self, exc_type: Any, *_exc: object) -> None:
         try:
             if exc_type is not None:
-                self.abort()
+                # a second ctrl+c (pressed twice) is held until every message is back: raised
+                # inside the abort, it left the rest of the batch hidden under claim names, which
+                # no consumer takes, with nothing said (race review); the exception on its way
+                # out says it all
+                with CtrlCHeld(reraise=False):
+                    self.abort()
         finally:
             self.pool.shutdown(wait=True)
             self.drops.shutdown(wait=True)
