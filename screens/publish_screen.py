@@ -105,6 +105,8 @@ class PublishScreen(Screen[bool]):
         self.publishing = False
         #: it ended while another screen was over the form: the form closes when it is back on top
         self.published = False
+        #: it failed and the form has not said why yet: (the log entry before it,)
+        self.failed: tuple[Any] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -202,6 +204,9 @@ class PublishScreen(Screen[bool]):
         def publish(ops: Any) -> Any:
             return ops.publish(queue, [payload] * count, **args)
 
+        entries = services(self).log_entries
+        seen = entries[-1] if entries else None  # (the failure said after it is this publish's)
+
         def done(result: Any) -> None:
             self.publishing = False
             # only while the form is on top: closed meanwhile (escape), dismissing would pop
@@ -209,20 +214,40 @@ class PublishScreen(Screen[bool]):
             # when it is back on top
             if result is not None and self in self.app.screen_stack and not self.is_active:
                 self.published = True
+            elif result is None:
+                self.failed = (seen,)
+                if self.is_active:
+                    self.say_failure()
             elif self.is_active:
-                if result is not None:
-                    self.dismiss(True)
-                else:
-                    self.check()
+                self.dismiss(True)
 
         self.publishing = True
         self.query_one("#perror", Static).update(
             Text(f"publishing {count} message(s)… escape closes this form, the publish goes on", style="dim"))
         app.run_operation(self.qroot, "publish", publish, done)
 
+    def say_failure(self) -> None:
+        """Under the form, why its publish failed (the toast vanishes, and the line went back to
+        "ctrl+s publishes, ..." as if nothing had happened: a payload over RSMQ's maxsize, a
+        store that could not be reached). Until a field changes."""
+        if self.failed is None:
+            return
+        (seen,), self.failed = self.failed, None
+        self.check()
+        for entry in reversed(services(self).log_entries):
+            if entry is seen:
+                break
+            if entry.severity == "error" and entry.text.startswith("publish: "):
+                self.query_one("#perror", Static).update(safe_text(
+                    f"not published: {entry.text[len('publish: '):]} · ctrl+s tries again", style="red",
+                    keep_newlines=False))
+                return
+
     def on_screen_resume(self) -> None:
         if self.published:
             self.dismiss(True)
+        else:
+            self.say_failure()
 
     def action_cancel(self) -> None:
         """Close; with a payload or option typed and not published, only after a yes (escape

@@ -462,3 +462,38 @@ async def test_an_undo_that_failed_can_be_tried_again(ddmq_root: tuple[str, Any]
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
         assert said(app).splitlines()[-1].startswith("nothing to undo"), said(app)
+
+
+# -- 13. a publish that failed: the form's line went back to "ctrl+s publishes" -------------------
+
+async def test_a_failed_publish_says_why_under_the_form() -> None:
+    """A payload of 70,000 characters pasted in an RSMQ queue's publish form, ctrl+s: a toast
+    said "publish: message of 70000 characters ... is longer than the queue's maxsize (65536)"
+    and vanished, and the line under the form went back to "ctrl+s publishes, tab moves between
+    fields, escape cancels", as if nothing had happened."""
+    from textual import events
+
+    from qconsole.screens.publish_screen import PublishScreen
+
+    server, ns = rsmq_namespace("jobs")
+    app = make_app([server.url(ns)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = await open_from_root(pilot, "p", PublishScreen)
+        app.post_message(events.Paste("z" * 70000))  # as the terminal's driver sends it: to the focused payload
+        await settle(pilot)
+        await pilot.press("ctrl+s")
+        for _ in range(40):
+            await settle(pilot)
+            if not form.publishing:
+                break
+            await pilot.pause(0.05)
+        await settle(pilot)
+        assert isinstance(app.screen, PublishScreen)
+        line = str(form.query_one("#perror").content)
+        assert line.startswith("not published: message of 70000 characters") and "maxsize (65536)" in line, line
+        # (was "ctrl+s publishes, ...")
+        assert "maxsize (65536)" in " ".join(screen_text(app).split())  # wrapped at 80 columns, not cut
+        form.set_focus(form.query_one("#count"))
+        await pilot.press("ctrl+a", "ctrl+k", "2")
+        await settle(pilot)
+        assert "ctrl+s publishes" in str(form.query_one("#perror").content)
