@@ -199,7 +199,8 @@ def write_stats(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> None:
         from .output.plain import to_terminal
         from .output.tables import stats_terminal
 
-        text = stats_terminal(scan, to_terminal(sys.stdout))
+        terminal = to_terminal(sys.stdout)
+        text = stats_terminal(scan, terminal)
         if text is not None:
             sys.stdout.write(text)
         else:
@@ -208,6 +209,9 @@ def write_stats(scan: Any, fmt: str, *, pretty: bool, schema: int = 2) -> None:
             from .output.tables import stats_table
 
             Console(highlight=False, soft_wrap=False).print(stats_table(scan))
+        if not scan.queues and not scan.errors:  # a header alone reads like output cut short (as ls)
+            sys.stdout.flush()
+            (sys.stdout if terminal else sys.stderr).write("no queues\n")
     sys.stdout.flush()
 
 
@@ -320,15 +324,45 @@ def guarded_call(body: Any) -> int:
         line, code = error_line(err)  # type: ignore[misc]
         return _fail(line, code)
     except KeyboardInterrupt as err:
+        # a second ctrl+c (pressed twice) is ignored while the stopped change is freed: it
+        # landed in a finalizer (redis-py's Redis.__del__ closing its connections) and Python
+        # printed "Exception ignored in ..." and a traceback under our line (race review)
+        previous = _ignore_ctrl_c()
         line = interrupted_line(err)  # a change stopped half-way says what it did
-        if line:
-            write_error(line)
-        return ExitCode.INTERRUPTED
+        del err
     except Exception as err:  # last resort, as cli.app.main's: one line, never a traceback
         if os.environ.get("QCONSOLE_DEBUG"):
             raise
         return _fail(internal_error_line(err), ExitCode.INTERNAL)
-    return 0
+    else:
+        return 0
+    # (out of the handler: the exception, its traceback and the change's objects are freed, and
+    # their finalizers have run, with ctrl+c ignored)
+    import gc
+
+    gc.collect()  # (objects in reference cycles too)
+    if previous is not None:
+        import signal
+
+        signal.signal(signal.SIGINT, previous)
+    if line:
+        write_error(line)
+    return ExitCode.INTERRUPTED
+
+
+def _ignore_ctrl_c() -> Any:
+    """Ignore SIGINT from now on; the handler it had (None where it cannot be set: not the main
+    thread, or a handler not set from Python)."""
+    import signal
+
+    try:
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is None:
+            return None
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        return None
+    return previous
 
 
 #: the commands answered without typer, by name

@@ -593,3 +593,23 @@ def test_an_empty_listing_says_so(tmp_path):
     res = ls("--state", "expired", env={**base, "TTY_COMPATIBLE": "1", "NO_COLOR": "1", "COLUMNS": "80"})
     assert res.stdout.splitlines()[-1] == "no expired messages" and res.stderr == ""
     assert json.loads(ls("--state", "expired", "--json").stdout)["count"] == 0
+
+
+def test_stats_of_a_root_without_queues_says_so(tmp_path):
+    """stats of a root with no queue (a fresh VSQS root, an empty RSMQ namespace) printed the
+    header alone, which reads like output cut short: 'no queues' says so, on stderr when piped
+    (stdout stays the table scripts read), after the table on a terminal; JSON is unchanged."""
+    base = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR")}
+
+    def stats(*args: str, env: dict = base) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "qconsole", "stats", str(tmp_path), "--layout", "vsqs", *args],
+                              capture_output=True, text=True, env=env, timeout=60)
+
+    res = stats()
+    assert res.returncode == 0 and res.stderr == "no queues\n" and "queue" in res.stdout.split()
+    res = stats(env={**base, "TTY_COMPATIBLE": "1", "NO_COLOR": "1", "COLUMNS": "80"})
+    assert res.stdout.splitlines()[-1] == "no queues" and res.stderr == ""
+    res = stats("--json")
+    assert res.stderr == "" and json.loads(res.stdout)["queues"] == []
+    (tmp_path / "jobs").mkdir()
+    assert stats().stderr == ""
