@@ -805,8 +805,10 @@ class QueueScreen(Screen[None]):
         if not live:
             go()
             return
+        where = self.qapp.where(self.qroot)
+        of = f" of {safe_name(self.queue)}{where}" if where else ""  # several roots: which `jobs`
         self.app.push_screen(ConfirmScreen(
-            f"{verb} {len(msgs)} message(s)? {live} still in flight",
+            f"{verb} {len(msgs)} message(s){of}? {live} still in flight",
             f"A consumer may be working on them right now: {done}, they can be delivered "
             f"and processed twice. {more}".rstrip()),
             lambda yes: go() if yes else None)

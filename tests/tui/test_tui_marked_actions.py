@@ -138,3 +138,22 @@ async def test_keys_typed_in_one_burst_after_slash_go_into_its_box(tmp_path: Any
         await settle(pilot)
         assert screen.query_one("#qsearch", Input).value == "eat/"
         assert app.screen is screen and not the_list(screen).marked
+
+
+async def test_with_several_roots_the_in_flight_question_names_the_queue_and_its_root(tmp_path: Any) -> None:
+    """'Move 2 message(s)? 2 still in flight' did not say which root's queue, where every other
+    delete, purge or move question names it (TUI hunt D)."""
+    from qconsole.screens.dialogs import ConfirmScreen
+
+    root = vsqs_root(tmp_path, ready=1, held=2)
+    other = str(tmp_path / "other")
+    os.makedirs(os.path.join(other, "elsewhere"))
+    app = make_app([root, other])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await open_queue(pilot, "q")
+        await pilot.press("f", "m")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert app.screen.question == f"Move 2 message(s) of q (root {root})? 2 still in flight"
+        await pilot.press("n")
+        await settle(pilot)
