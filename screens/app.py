@@ -126,6 +126,8 @@ class QConsoleApp(App[None]):
         self._running_question: tuple[ConfirmScreen, str] | None = None
         #: set: the changes under way stop at their next progress tick (a safe point)
         self.stop_changes = threading.Event()
+        #: what the shell is told once the console has closed (how far a stopped change got)
+        self.exit_lines: list[str] = []
         for r in self.roots:
             r.progress = _report_progress  # the worker thread's own operation hears its ticks
 
@@ -310,10 +312,18 @@ class QConsoleApp(App[None]):
         except Exception as err:  # noqa: BLE001 (a fault of ours: said, and ``done`` still runs)
             self.call_from_thread(self.say, f"{label}: internal error: {type(err).__name__}: {err}", "error")
             result = None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as err:
             if not self.stop_changes.is_set():
                 raise
-            self.call_from_thread(self.say, f"{label}: stopped at a safe point (what was done stays done)", "warning")
+            # how far it got (a publish's ids, a purge's trash batch: u undoes that part too)
+            partial = getattr(err, "partial", None)
+            line = f"{label}: stopped at a safe point (what was done stays done)"
+            if partial is not None:
+                line = f"{partial.summary(command_hint=False)}; stopped at a safe point"
+                if partial.batch and partial.action in ("delete", "purge"):
+                    self.call_from_thread(self._push_undo, (root, partial.batch, partial.queue, line))
+            self.exit_lines.append(line)  # said again once the terminal is back (the console may be closing)
+            self.call_from_thread(self.say, line, "warning")
             result = None
         else:
             summary = result.summary(command_hint=False) if hasattr(result, "summary") else f"{label}: done"

@@ -12,6 +12,7 @@ import typer
 from ..backends import is_redis_target, open_target, same_target
 from ..errors import ExitCode, QConsoleError, RootError
 from .app import app
+from ..fastpath import write_error
 from .common import AuditLogOpt, LayoutOpt, ReadOnlyOpt, RootOpt, fail, guarded, pick_root
 
 WarnReady = Annotated[Optional[int], typer.Option("--warn-ready", min=0, help="Highlight queues with this many ready messages (as `check`).", show_default=False)]
@@ -38,6 +39,8 @@ def run_console(console: Any) -> None:
     returns from ``run()`` normally: the process exited 0, so ``qconsole ...; echo $?`` or a
     supervisor could not tell a crash from a quit."""
     console.run()
+    for line in getattr(console, "exit_lines", ()):  # a change stopped at a safe point: how far it got
+        write_error(line)
     error = getattr(console, "_exception", None)  # the first exception Textual kept (it re-raises it under Pilot)
     code = console.return_code
     if error is None and not code:

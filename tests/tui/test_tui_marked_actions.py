@@ -157,3 +157,63 @@ async def test_with_several_roots_the_in_flight_question_names_the_queue_and_its
         assert app.screen.question == f"Move 2 message(s) of q (root {root})? 2 still in flight"
         await pilot.press("n")
         await settle(pilot)
+
+
+async def test_a_purge_stopped_at_a_safe_point_says_how_far_it_got_and_u_undoes_that_part(tmp_path: Any) -> None:
+    """ctrl+q, ctrl+q, y stops a change at its next progress tick. It said 'purge: stopped at a
+    safe point (what was done stays done)': not how many went, nor the trash batch holding them,
+    and u could not undo them; the shell, once the console closed, heard nothing (TUI hunt D)."""
+    from qconsole.screens.dialogs import ConfirmScreen
+
+    root = vsqs_root(tmp_path, ready=3000)
+    app = make_app([root])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        backend = app.roots[0]
+        real_tick = backend.tick
+
+        def tick(done: int, total: int) -> None:
+            if done >= 1000:
+                app.stop_changes.set()  # what answering yes to "Stop purge at a safe point?" does
+            real_tick(done, total)
+
+        backend.tick = tick
+        app.run_operation(backend, "purge", lambda ops: ops.purge("q"))
+        for _ in range(500):
+            await pilot.pause(0.02)
+            if not app.changing:
+                break
+        await settle(pilot)
+        left = len(os.listdir(os.path.join(root, "q")))
+        assert 0 < left < 3000
+        (line,) = app.exit_lines
+        assert line.startswith(f"purge q: {3000 - left} done; trash batch ") and line.endswith("; stopped at a safe point")
+        assert line in [e.text for e in app.log_entries]
+        app.stop_changes.clear()
+        backend.tick = real_tick
+        await pilot.press("u")  # (it asks first)
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen) and "restore the last change of q" in app.screen.question
+        await pilot.press("y")
+        for _ in range(500):
+            await pilot.pause(0.02)
+            if not app.changing and len(os.listdir(os.path.join(root, "q"))) == 3000:
+                break
+        assert len(os.listdir(os.path.join(root, "q"))) == 3000
+
+
+def test_the_shell_hears_how_far_a_stopped_change_got_once_the_console_closed(capsys: Any) -> None:
+    """Quitting stopped a running change at a safe point and exited 0 with nothing said: the
+    lines the console kept for the shell are written to stderr once it has closed."""
+    from qconsole.cli.tui import run_console
+
+    class Closed:
+        return_code = 0
+        _exception = None
+        exit_lines = ["publish q: 256 done; stopped at a safe point"]
+
+        def run(self) -> None:
+            pass
+
+    run_console(Closed())
+    assert capsys.readouterr().err == "qconsole: publish q: 256 done; stopped at a safe point\n"
