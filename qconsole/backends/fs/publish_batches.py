@@ -99,7 +99,8 @@ def publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], pl
     """Publish what ``place`` makes of each of ``items``, in order, appending each id to ``done`` as its rename lands (so a
     caller that is interrupted knows what was published)."""
     total = len(items)
-    with ThreadPoolExecutor(SYNC_THREADS) as pool:
+    pool = ThreadPoolExecutor(SYNC_THREADS)
+    try:
         for start in range(0, total, size):
             batch: list[Copy] = []
             renamed = 0
@@ -111,8 +112,12 @@ def publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], pl
                         batch.append(place(item))
                 if check is not None:
                     check(batch)
-                for _ in pool.map(os.fsync, [cp.fd for cp in batch]):  # the barrier (raises the first error)
-                    pass
+                # the barrier (raises the first error), ctrl+c held: raised inside the pool's own
+                # machinery (a submit holding its idle semaphore's lock) it left that lock held,
+                # every worker blocked on it and the take-back's shutdown(wait=True) hung for good
+                with CtrlCHeld():
+                    for _ in pool.map(os.fsync, [cp.fd for cp in batch]):
+                        pass
                 for cp in batch:
                     cp.close()
                 for cp in batch:
@@ -132,6 +137,9 @@ def publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], pl
                         cp.close()
                         c.unlink(os.path.join(queue_dir, cp.name))
                 raise
+    finally:
+        with CtrlCHeld():  # (the pool's own shutdown, as its barrier: never cut half-way)
+            pool.shutdown(wait=True)
     if tick is not None:
         tick(total, total)
 
