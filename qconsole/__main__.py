@@ -14,6 +14,10 @@ import sys
 FAST_COMMANDS = (["stats"], ["check"], ["ls"], ["requeue"], ["delete"], ["purge"], ["move"], ["trash", "restore"])
 
 
+#: the exit code of a command stopped by ctrl+c (errors.ExitCode.INTERRUPTED)
+INTERRUPTED = 130
+
+
 def main() -> None:
     argv = sys.argv[1:]
     words = next((w for w in FAST_COMMANDS if argv[: len(w)] == w), None)
@@ -22,10 +26,28 @@ def main() -> None:
 
         code = FAST[" ".join(words)](argv[len(words):])
         if code is not None:
-            sys.exit(code)
+            _exit(code)
     from .cli import main as cli_main
 
-    cli_main()
+    try:
+        cli_main()
+    except SystemExit as done:
+        _exit(done.code)
+
+
+def _exit(code: object) -> None:
+    """``sys.exit(code)``; leaving for a ctrl+c, a second one is ignored from here on: it
+    landed in the interpreter's shutdown (threading._shutdown, a finalizer), and Python printed
+    'Exception ignored in ...' and a traceback under qconsole's `interrupted: ...` line (race
+    review)."""
+    if code == INTERRUPTED:
+        import signal
+
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the main thread
+            pass
+    sys.exit(code)
 
 
 if __name__ == "__main__":
