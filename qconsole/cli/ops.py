@@ -16,7 +16,7 @@ from ..output.jsontext import finite
 from ..safetext import escape_controls, safe_name
 from ..backends import open_target
 from .app import app
-from .common import AuditLogOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootOpt, fail, guarded, pick_root
+from .common import AuditLogOpt, LayoutOpt, QueueArg, ReadOnlyOpt, RootArg, RootOpt, fail, guarded, pick_root
 
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 NoTrashOpt = Annotated[bool, typer.Option("--no-trash", help="Really unlink (no undo) instead of moving to the trash.")]
@@ -301,14 +301,16 @@ def create(
 @app.command()
 @guarded
 def recover(
+    root: RootArg = None,
     force: Annotated[bool, typer.Option("--force", help="Also take leftovers whose qconsole may still run.")] = False,
     root_opt: RootOpt = None,
     layout: LayoutOpt = "auto",
     read_only: ReadOnlyOpt = False,
     audit_log: AuditLogOpt = None,
 ) -> None:
-    """Put back messages a killed qconsole left claimed, and remove its temp files."""
-    ops = _ops(root_opt, layout, read_only, audit_log, refuse="recover")
+    """Put back messages a killed qconsole left claimed, and remove its temp files
+    (`qconsole recover ROOT`, as `stats ROOT`; or --root)."""
+    ops = _ops(pick_root(root, root_opt), layout, read_only, audit_log, refuse="recover")
     rep = ops.recover(force=force)
     _say(f"recover: {len(rep.restored)} put back, {len(rep.completed)} finished moves, "
          f"{len(rep.removed_temp)} temp files removed, {len(rep.live)} left to a running qconsole, "

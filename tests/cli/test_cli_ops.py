@@ -452,3 +452,15 @@ def test_trash_empty_says_what_goes_and_asks_nothing_of_an_empty_trash(droot, as
     assert run("trash", "empty", "-r", droot).exit_code == 0
     assert asked == [f"Empty the trash: 1 batch(es), {held[0]['count']} message(s), gone for good?"]
     assert json.loads(run("trash", "list", "--json", "-r", droot).output) == []
+
+
+def test_recover_takes_the_root_as_stats_does(tmp_path):
+    """`qconsole recover ROOT` (what an operator types after `stats ROOT`) was refused with
+    'unexpected extra argument'; it takes the root positionally or with --root, not both."""
+    root = tmp_path / "v"
+    (root / "jobs").mkdir(parents=True)
+    (root / "jobs" / "1795713694746677").write_bytes(b"x")
+    res = run("recover", str(root))
+    assert res.exit_code == 0 and "recover: 0 put back" in res.output, res.output
+    res = run("recover", str(root), "-r", str(tmp_path / "other"))
+    assert res.exit_code == 2 and "two roots given" in res.output
