@@ -123,8 +123,9 @@ class BatchWriter:
                 with CtrlCHeld(reraise=False):
                     self.abort()
         finally:
-            self.pool.shutdown(wait=True)
-            self.drops.shutdown(wait=True)
+            with CtrlCHeld():  # (the pools' own machinery is never cut half-way: see _start_sync)
+                self.pool.shutdown(wait=True)
+                self.drops.shutdown(wait=True)
 
     def add(self, key: Any, claim: Claim, placement: Placement, fd: int | None) -> list[Any]:
         """Take a prepared copy (``fd``: its tmp, written, still open: synced and closed at the
@@ -163,9 +164,13 @@ class BatchWriter:
         # (abort() takes each once), never in neither
         self.syncing = batch
         self.pending = []
-        for e in batch[0]:
-            if e.fd is not None:
-                batch[1].append(self.pool.submit(_sync, e.fd))
+        # ctrl+c held: raised inside the executor's submit (its idle semaphore's lock held, a
+        # worker thread half started) it can leave every worker blocked and the shutdown waiting
+        # for them for good (seen in publish's barrier, review of 32eac71)
+        with CtrlCHeld():
+            for e in batch[0]:
+                if e.fd is not None:
+                    batch[1].append(self.pool.submit(_sync, e.fd))
 
     def _commit(self, entries: list[Entry], futures: list[Future]) -> list[Any]:
         """Commit ``entries`` (held in :attr:`failed` meanwhile, for abort() to judge)."""
@@ -194,7 +199,8 @@ class BatchWriter:
                 gone = [c.at(e.claim.path)]
                 if p.tmp and p.tmp != p.commit_from:
                     gone.append(c.at(os.path.join(p.dest_dir, p.tmp)))
-                drops.append(self.drops.submit(_unlink_all, gone))
+                with CtrlCHeld():  # (as _start_sync's submits)
+                    drops.append(self.drops.submit(_unlink_all, gone))
             _first_error(drops)
         except BaseException:
             _first_error(drops, quiet=True)  # no unlink left running when abort() judges
