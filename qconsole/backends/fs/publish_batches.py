@@ -62,7 +62,7 @@ class CtrlCHeld:
     be recorded first, then raised. Only the main thread gets KeyboardInterrupt (elsewhere
     this does nothing); blocking the signal would not do, since a worker thread takes it."""
 
-    __slots__ = ("prev", "got", "reraise")
+    __slots__ = ("prev", "got", "reraise", "prev_term", "got_term")
 
     def __init__(self, reraise: bool = True) -> None:
         #: False: a ctrl+c held is dropped at the end, for a clean-up that runs while an
@@ -70,23 +70,57 @@ class CtrlCHeld:
         self.reraise = reraise
 
     def __enter__(self) -> CtrlCHeld:
-        self.prev, self.got = None, False
+        self.prev, self.got, self.prev_term, self.got_term = None, False, None, False
         if threading.current_thread() is threading.main_thread():
+            if signal.getsignal(signal.SIGTERM) is _term_as_ctrl_c:  # (a publish's SIGTERM: ctrl+c too)
+                self.prev_term = signal.signal(signal.SIGTERM, self._hold_term)
             self.prev = signal.signal(signal.SIGINT, self._hold)
         return self
 
     def _hold(self, _signum: int, _frame: object) -> None:
         self.got = True
 
+    def _hold_term(self, _signum: int, _frame: object) -> None:
+        self.got_term = True
+
     def __exit__(self, *_exc: object) -> None:
+        if self.prev_term is not None:
+            signal.signal(signal.SIGTERM, self.prev_term)
+            if self.got_term and self.reraise:
+                self.got = True  # raised as a held ctrl+c is, below
         if self.prev is None:
             return
         signal.signal(signal.SIGINT, self.prev)
         if self.got and self.reraise:
             if callable(self.prev):
                 self.prev(signal.SIGINT, None)  # Python's own: raises KeyboardInterrupt
-            elif self.prev == signal.SIG_DFL:
+            if self.prev == signal.SIG_DFL or self.got_term:
                 raise KeyboardInterrupt
+
+
+class TermAsCtrlC:
+    """SIGTERM (``kill``, ``timeout``, a service manager's stop) taken as ctrl+c while a publish
+    runs: its default action killed the process with up to a batch of VSQS ``<id>.new`` files
+    that nothing ever removes (``recover`` cannot tell them from a live vsqs publisher's) and no
+    audit line for what was published. Only where SIGTERM has its default action, in the main
+    thread; :class:`CtrlCHeld` holds it as it holds ctrl+c."""
+
+    __slots__ = ("prev",)
+
+    def __enter__(self) -> TermAsCtrlC:
+        self.prev = None
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            self.prev = signal.signal(signal.SIGTERM, _term_as_ctrl_c)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.prev is not None:
+            signal.signal(signal.SIGTERM, self.prev)
+
+
+def _term_as_ctrl_c(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt  # (even where SIGINT is ignored, a background job's: SIGTERM still stops it)
 
 
 #: an item -> its Copy, written and open in the queue directory (removed again if writing failed)
@@ -98,6 +132,13 @@ def publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], pl
                     tick: Callable[[int, int], None] | None = None, size: int = PUBLISH_BATCH) -> None:
     """Publish what ``place`` makes of each of ``items``, in order, appending each id to ``done`` as its rename lands (so a
     caller that is interrupted knows what was published)."""
+    with TermAsCtrlC():
+        _publish_batched(c, queue_dir, items, place, done, check, tick, size)
+
+
+def _publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], place: Place, done: list[str],
+                     check: Callable[[list[Copy]], None] | None, tick: Callable[[int, int], None] | None,
+                     size: int) -> None:
     total = len(items)
     pool = ThreadPoolExecutor(SYNC_THREADS)
     try:
