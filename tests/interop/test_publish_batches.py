@@ -140,3 +140,61 @@ def test_a_failed_fsync_takes_back_the_batch_and_keeps_what_was_published(tmp_pa
     assert len(left) == PUBLISH_BATCH and not [n for n in left if n.endswith(".new") or n.startswith(".")]
     partial = getattr(info.value, "partial", None)
     assert partial is not None and len(partial.done) == PUBLISH_BATCH
+
+
+@pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
+def test_a_publish_killed_mid_batch_leaves_nothing_after_recover(tmp_path, layout):
+    """kill -9 while a batch is written: the VSQS <id>.new files of the batch are second links
+    of qconsole temp files, so recover (the killed owner's temp files) removes them too; before,
+    up to a batch of .new files stayed 'writing' for good (review of 32eac71). What was
+    published stays, and the clients read it."""
+    import signal
+    import time
+
+    root = str(tmp_path / "r")
+    qdir = os.path.join(root, "q")
+    os.makedirs(os.path.join(qdir, "work") if layout == "ddmq" else qdir)
+    if layout == "ddmq":
+        open(os.path.join(qdir, "ddmq.yaml"), "w").close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QCONSOLE_")}
+    p = subprocess.Popen([sys.executable, "-m", "qconsole", "publish", "q", '"x"', "-n", "200000", "-r", root,
+                          "--audit-log", str(tmp_path / "audit.log")], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            names = os.listdir(qdir)
+            if sum(n.endswith(".new") or n.startswith(".qconsole-tmp-") for n in names) > 10 and len(names) > 600:
+                break
+            time.sleep(0.005)
+        os.kill(p.pid, signal.SIGKILL)
+    finally:
+        p.wait(timeout=30)
+    leftovers = [n for n in os.listdir(qdir) if n.endswith(".new") or n.startswith(".")]
+    res = subprocess.run([sys.executable, "-m", "qconsole", "recover", root, "--audit-log",
+                          str(tmp_path / "audit.log")], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    left = [n for n in os.listdir(qdir) if n not in ("work", "ddmq.yaml")]
+    assert not [n for n in left if n.endswith(".new") or n.startswith(".")], (leftovers[:4], left[:4], res.stdout)
+    scan = open_target(root).scan_queue("q")
+    assert scan.counts["writing"] == 0 and scan.counts["ready"] == len(left) > 0
+
+
+def test_vsqs_publish_on_a_file_system_without_hard_links_creates_its_new_files_itself(vsqs_root, monkeypatch):
+    """link() refused (EPERM: a file system without hard links): the batch falls back on the
+    protocol's own O_EXCL create of <id>.new, and the client reads every message once."""
+    from qconsole.backends.fs import safety
+
+    root, manager = vsqs_root
+    q = manager.get_queue("jobs")
+
+    def no_links(self, src, dst):
+        raise PermissionError(1, "Operation not permitted", dst)
+
+    monkeypatch.setattr(safety.Confined, "link", no_links)
+    payloads = [b"n%03d" % i for i in range(300)]
+    res = _ops(root).publish("jobs", payloads)
+    assert len(res.done) == 300
+    assert [q.receive(visibility_timeout=300, timeout=1)[1] for _ in range(300)] == payloads
+    assert os.listdir(os.path.join(root, "jobs")) and not [n for n in os.listdir(os.path.join(root, "jobs"))
+                                                          if not n[0].isdigit() or n.endswith(".new")]

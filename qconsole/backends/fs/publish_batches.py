@@ -41,12 +41,14 @@ SYNC_THREADS = 16
 class Copy:
     """One message being published: ``name`` (written, not a message yet) becomes ``final``;
     ``id`` is what the caller reports; ``fd`` the open descriptor until the batch's fsync;
-    ``item`` what it was made of (to place it again)."""
+    ``item`` what it was made of (to place it again); ``tmp``: a qconsole temp file that is a
+    second link of ``name`` (VSQS), dropped once it is published: until then a killed
+    publisher's ``recover`` finds the ``.new`` through it (same inode) and removes both."""
 
-    __slots__ = ("name", "final", "id", "fd", "item")
+    __slots__ = ("name", "final", "id", "fd", "item", "tmp")
 
-    def __init__(self, name: str, final: str, mid: str, fd: int | None, item: Any) -> None:
-        self.name, self.final, self.id, self.fd, self.item = name, final, mid, fd, item
+    def __init__(self, name: str, final: str, mid: str, fd: int | None, item: Any, tmp: str | None = None) -> None:
+        self.name, self.final, self.id, self.fd, self.item, self.tmp = name, final, mid, fd, item, tmp
 
     def close(self) -> None:
         fd, self.fd = self.fd, None  # cleared first: an interrupt between leaks, never double-closes
@@ -168,6 +170,8 @@ def _publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], p
                             raise OSError(errno.ENOENT, "removed by someone else before it was published", src)
                         renamed += 1
                         done.append(cp.id)
+                        if cp.tmp:  # (a kill before this leaves a second link of a live message: recover drops it)
+                            c.unlink(os.path.join(queue_dir, cp.tmp))
             except BaseException:
                 # a second ctrl+c (an operator presses it twice) is held until the take-back is
                 # done: raised inside it, it left up to a batch of VSQS .new files that nothing
@@ -177,6 +181,8 @@ def _publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], p
                     for cp in batch[renamed:]:  # written, never a message: taken back
                         cp.close()
                         c.unlink(os.path.join(queue_dir, cp.name))
+                        if cp.tmp:
+                            c.unlink(os.path.join(queue_dir, cp.tmp))
                 raise
     finally:
         with CtrlCHeld():  # (the pool's own shutdown, as its barrier: never cut half-way)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from itertools import repeat
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 CLOCKS = {"us": MICRO, "ms": MILLI}
+#: link() errors of a file system without hard links (publish then creates <id>.new itself)
+NO_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV)
 
 
 def divisor_for(clock: str | None, seen: float | None) -> float:
@@ -36,16 +39,36 @@ def _wait_next_tick(divisor: float) -> None:
 
 def publish(c: safety.Confined, queue_dir: str, payloads: Sequence[bytes], divisor: float, gid: int,
             done: list[str], tick: Callable[[int, int], None] | None = None) -> None:
-    """vsqs 0.3's protocol, a batch at a time (:mod:`..fs.publish_batches`): each message an
-    O_EXCL ``<id>.new`` (ids rising, as :class:`IdClock` gives them), written; one listing
+    """vsqs 0.3's protocol, a batch at a time (:mod:`..fs.publish_batches`): each message
+    written to a qconsole temp file linked as an exclusive ``<id>.new`` (the O_EXCL create;
+    ids rising, as :class:`IdClock` gives them; without hard links, created itself); one listing
     after every create of the batch is the clash check of them all (no other ``<id>.*``); the
     batch fsynced; each renamed to ``<id>``. ``done`` gets each id as its rename lands."""
+    from ..fs.claims import new_token
     from ..fs.publish_batches import Copy, CtrlCHeld, publish_batched
 
     ids = IdClock(divisor)
+    links = [True]  # (no hard links on this file system: the plain exclusive create)
 
     def place(payload: bytes) -> Copy:
+        # written under a qconsole temp name, then linked to an exclusive <id>.new (the
+        # protocol's create): a kill leaves the temp file, through which recover finds the .new
         data = bytes(payload)
+        if links[0]:
+            tmp, fd = write_tmp(c, queue_dir, data, new_token(), gid)
+            try:
+                mid = link_new(c, queue_dir, ids, os.path.join(queue_dir, tmp))
+                return Copy(mid + ".new", mid, mid, fd, data, tmp)
+            except OSError as err:
+                os.close(fd)
+                c.unlink(os.path.join(queue_dir, tmp))
+                if err.errno not in NO_LINKS:
+                    raise
+                links[0] = False
+            except BaseException:
+                os.close(fd)
+                c.unlink(os.path.join(queue_dir, tmp))
+                raise
         while True:
             mid = ids.next()
             new = os.path.join(queue_dir, mid + ".new")
@@ -67,13 +90,30 @@ def publish(c: safety.Confined, queue_dir: str, payloads: Sequence[bytes], divis
             heads = _heads(c, queue_dir)
             todo = [cp for cp in todo if heads.get(cp.id, 0) > 1]  # our .new is one name of its id
             for cp in todo:
-                cp.close()
                 with CtrlCHeld():  # the new name known to the batch before ctrl+c can land
-                    c.unlink(os.path.join(queue_dir, cp.name))
-                    again = place(cp.item)
-                    cp.name, cp.final, cp.id, cp.fd = again.name, again.final, again.id, again.fd
+                    if cp.tmp:  # the same copy under a new id
+                        c.unlink(os.path.join(queue_dir, cp.name))
+                        mid = link_new(c, queue_dir, ids, os.path.join(queue_dir, cp.tmp))
+                        cp.name, cp.final, cp.id = mid + ".new", mid, mid
+                    else:
+                        cp.close()
+                        c.unlink(os.path.join(queue_dir, cp.name))
+                        again = place(cp.item)
+                        cp.name, cp.final, cp.id, cp.fd = again.name, again.final, again.id, again.fd
 
     publish_batched(c, queue_dir, payloads, place, done, check=check, tick=tick)
+
+
+def link_new(c: safety.Confined, queue_dir: str, ids: IdClock, tmp_path: str) -> str:
+    """Link ``tmp_path`` as an exclusive ``<id>.new`` (link fails EEXIST: the publish
+    protocol's O_EXCL create) under the next free id of ``ids``; that id."""
+    while True:
+        mid = ids.next()
+        try:
+            c.link(tmp_path, os.path.join(queue_dir, mid + ".new"))
+            return mid
+        except FileExistsError:  # another publisher's id: the next one
+            continue
 
 
 def _heads(c: safety.Confined, queue_dir: str) -> dict[str, int]:
@@ -119,13 +159,7 @@ class Placer:
         self.ids = IdClock(divisor)
 
     def _link_new(self, tmp_path: str) -> str:
-        while True:
-            mid = self.ids.next()
-            try:
-                self.c.link(tmp_path, os.path.join(self.dir, mid + ".new"))
-                return mid
-            except FileExistsError:
-                continue
+        return link_new(self.c, self.dir, self.ids, tmp_path)
 
     def prepare(self, data: bytes, token: str) -> tuple[Placement, int]:
         tmp, fd = write_tmp(self.c, self.dir, data, token, self.gid)
