@@ -43,7 +43,7 @@ from typing import Any
 
 from ...errors import QConsoleError
 from . import safety
-from .publish_batches import CtrlCHeld
+from .interrupts import CtrlCHeld
 from .claims import (BATCH, CLAIM, TMP, Claim, Owned, Placement, RecoverReport, new_token, owned_name,
                      owner_alive, parse_owned, _claim_problem, _is_reg)
 

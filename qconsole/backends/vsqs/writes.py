@@ -45,7 +45,8 @@ def publish(c: safety.Confined, queue_dir: str, payloads: Sequence[bytes], divis
     after every create of the batch is the clash check of them all (no other ``<id>.*``); the
     batch fsynced; each renamed to ``<id>``. ``done`` gets each id as its rename lands."""
     from ..fs.claims import new_token
-    from ..fs.publish_batches import Copy, CtrlCHeld, publish_batched
+    from ..fs.interrupts import CtrlCHeld
+    from ..fs.publish_batches import Copy, publish_batched
 
     ids = IdClock(divisor)
     links = [True]  # (no hard links on this file system: the plain exclusive create)
