@@ -927,7 +927,7 @@ for cmd, argv in STDIN_CMDS.items():
             done = "1 done" if label.startswith("good") and cmd != "requeue" else "0 done"  # (ready: not requeued)
             case(f"stdin-{label}-{cmd}", layouts=(lay,), cls="small", argv=argv, stdin=f"{data}\n".encode(),
                  codes=(0,), keep=("*",) if done == "0 done" else (),
-                 check=said(f"{cmd} jobs: {done}, ", f"\n  skipped {data.splitlines()[-1]}: not in the queue any more\n",
+                 check=said(f"{cmd} jobs{' to other' if cmd == 'move' else ''}: {done}, ", f"\n  skipped {data.splitlines()[-1]}: not in the queue any more\n",
                             stream="stdout"))
 
 # TEXT on the command line holding bytes that are not UTF-8 (argv is bytes; Python hands them
