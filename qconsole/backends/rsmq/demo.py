@@ -128,7 +128,9 @@ def start_server(directory: str) -> str:
                             preexec_fn=_die_with_parent, start_new_session=True)
     deadline = time.monotonic() + 10
     target = f"unix://{sock}"
-    while not os.path.exists(sock):
+    # the socket's file appears at bind(), before listen(): a connect then is refused (seen
+    # under load in CI), so the server is ready when a connect succeeds, not when the file exists
+    while not _accepts(sock):
         if proc.poll() is not None or time.monotonic() > deadline:
             _stop(proc)
             tail = ""
@@ -142,6 +144,20 @@ def start_server(directory: str) -> str:
     with _lock:
         _servers[target] = proc
     return target
+
+
+def _accepts(sock: str) -> bool:
+    """Whether a unix socket at ``sock`` takes a connection now."""
+    import socket
+
+    if not os.path.exists(sock):
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(sock)
+        except OSError:
+            return False
+    return True
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
