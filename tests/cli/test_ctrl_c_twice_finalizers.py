@@ -11,6 +11,7 @@ import signal
 import sys
 
 from qconsole.fastpath import guarded_call
+from sigint_helper import restore_sigint
 
 
 class _Connection:
@@ -36,7 +37,7 @@ def test_a_second_ctrl_c_while_the_change_is_freed_prints_no_traceback(monkeypat
         code = guarded_call(_change)
         after = signal.getsignal(signal.SIGINT)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        restore_sigint(previous)
     assert code == 130
     assert not unraisable, [u.exc_type for u in unraisable]
     assert after is signal.default_int_handler  # given back once the change is gone

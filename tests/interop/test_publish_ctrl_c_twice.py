@@ -15,6 +15,7 @@ from qconsole.backends import open_target
 from qconsole.backends.fs import publish_batches, safety
 from qconsole.backends.fs.publish_batches import PUBLISH_BATCH
 from qconsole.ops import Operations
+from sigint_helper import restore_sigint
 
 N = PUBLISH_BATCH * 3
 
@@ -48,7 +49,7 @@ def test_a_second_ctrl_c_during_the_take_back_leaves_no_unpublished_copy(tmp_pat
         with pytest.raises(KeyboardInterrupt) as info:
             Operations(open_target(root), audit_log=str(tmp_path / "audit.log")).publish("q", [b'"x"'] * N)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        restore_sigint(previous)
     assert state["second"]
     names = os.listdir(os.path.join(root, "q"))
     left = [n for n in names if n.endswith(".new") or n.startswith(".")]

@@ -19,6 +19,7 @@ import pytest
 
 from qconsole.backends import open_target
 from qconsole.ops import Operations
+from sigint_helper import restore_sigint
 
 
 @pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
@@ -48,7 +49,7 @@ def test_ctrl_c_during_the_fsync_barrier_never_lands_inside_the_thread_pool(tmp_
         with pytest.raises(KeyboardInterrupt) as info:
             ops.publish("q", [b'"x"'] * 600)
     finally:
-        signal.signal(signal.SIGINT, prev)
+        restore_sigint(prev)
     assert sent
     where = [f.f_code.co_filename for f, _line in traceback.walk_tb(info.value.__traceback__)]
     assert not [f for f in where if "concurrent" in f or f.endswith("threading.py")], where

@@ -17,6 +17,7 @@ import pytest
 from qconsole.backends import open_target
 from qconsole.backends.fs import batches, claims
 from qconsole.ops import Operations
+from sigint_helper import restore_sigint
 
 N = 700  # batches of 256: the interrupt lands in the second one
 
@@ -92,7 +93,7 @@ def test_a_second_ctrl_c_during_the_abort_leaves_no_message_claimed(tmp_path, mo
             else:
                 ops.requeue("q", all_held=True)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        restore_sigint(previous)
     assert state["second"]
     texts, left = _inventory(root)
     assert not left, f"{len(left)} qconsole leftovers (messages hidden from every consumer), e.g. {sorted(left)[:3]}"
@@ -126,7 +127,7 @@ def test_ctrl_c_while_the_pools_work_never_hangs_nor_hides_a_message(tmp_path, m
         with pytest.raises(KeyboardInterrupt):
             ops.move("q", "d", all_=True)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        restore_sigint(previous)
     texts, left = _inventory(root)
     assert texts == Counter(f"m-{i}" for i in range(N))
     # a committed entry whose claim was not dropped yet is recover's (said so by the interrupt line)
