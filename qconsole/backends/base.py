@@ -72,26 +72,27 @@ class Option:
         """A problem with ``value`` (one line), or None when it is acceptable."""
         import math
 
+        name = self.name.replace("_", " ")  # as the form's label and the flag read it, not vsqs_clock
         if value is None:
             return None
         if self.kind == "choice":
-            return None if value in self.choices else f"{self.name} must be one of {', '.join(self.choices)}"
+            return None if value in self.choices else f"{name} must be one of {', '.join(self.choices)}"
         if self.kind == "bool":
-            return None if isinstance(value, bool) else f"{self.name} must be true or false"
+            return None if isinstance(value, bool) else f"{name} must be true or false"
         if self.kind == "int_or_bool" and isinstance(value, bool):
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"{self.name} must be a number, got {value!r}"
+            return f"{name} must be a number, got {value!r}"
         if self.kind in ("int", "int_or_bool") and not isinstance(value, int):
-            return f"{self.name} must be an integer, got {value!r}"
+            return f"{name} must be an integer, got {value!r}"
         if isinstance(value, float) and not math.isfinite(value):
-            return f"{self.name} must be a finite number"
+            return f"{name} must be a finite number"
         if self.minimum == 0 and value < 0:
-            return f"{self.name} must not be negative (got {value})"
+            return f"{name} must not be negative (got {value})"
         if self.minimum is not None and value < self.minimum:
-            return f"{self.name} must not be below {self.minimum:g} (got {value})"
+            return f"{name} must not be below {self.minimum:g} (got {value})"
         if self.maximum is not None and value > self.maximum:
-            return f"{self.name} must be at most {self.maximum:,} (got {_shown(value)})"
+            return f"{name} must be at most {self.maximum:,} (got {_shown(value)})"
         return None
 
 
