@@ -14,10 +14,6 @@ import sys
 FAST_COMMANDS = (["stats"], ["check"], ["ls"], ["requeue"], ["delete"], ["purge"], ["move"], ["trash", "restore"])
 
 
-#: the exit code of a command stopped by ctrl+c (errors.ExitCode.INTERRUPTED)
-INTERRUPTED = 130
-
-
 def main() -> None:
     argv = sys.argv[1:]
     words = next((w for w in FAST_COMMANDS if argv[: len(w)] == w), None)
@@ -40,7 +36,9 @@ def _exit(code: object) -> None:
     landed in the interpreter's shutdown (threading._shutdown, a finalizer), and Python printed
     'Exception ignored in ...' and a traceback under qconsole's `interrupted: ...` line (race
     review)."""
-    if code == INTERRUPTED:
+    from .errors import ExitCode  # (loaded already on every path that gets here)
+
+    if code == ExitCode.INTERRUPTED:
         import signal
 
         try:

@@ -49,27 +49,20 @@ def publish(c: safety.Confined, queue_dir: str, payloads: Sequence[bytes], divis
     from ..fs.publish_batches import Copy, publish_batched
 
     ids = IdClock(divisor)
-    links = [True]  # (no hard links on this file system: the plain exclusive create)
+    links = True  # (False: no hard links on this file system, the plain exclusive create)
 
     def place(payload: bytes) -> Copy:
-        # written under a qconsole temp name, then linked to an exclusive <id>.new (the
-        # protocol's create): a kill leaves the temp file, through which recover finds the .new
+        # a kill leaves the temp file, through which recover finds the .new
+        nonlocal links
         data = bytes(payload)
-        if links[0]:
-            tmp, fd = write_tmp(c, queue_dir, data, new_token(), gid)
+        if links:
             try:
-                mid = link_new(c, queue_dir, ids, os.path.join(queue_dir, tmp))
+                tmp, fd, mid = write_linked(c, queue_dir, ids, data, new_token(), gid)
                 return Copy(mid + ".new", mid, mid, fd, data, tmp)
             except OSError as err:
-                os.close(fd)
-                c.unlink(os.path.join(queue_dir, tmp))
                 if err.errno not in NO_LINKS:
                     raise
-                links[0] = False
-            except BaseException:
-                os.close(fd)
-                c.unlink(os.path.join(queue_dir, tmp))
-                raise
+                links = False
         while True:
             mid = ids.next()
             new = os.path.join(queue_dir, mid + ".new")
@@ -103,6 +96,19 @@ def publish(c: safety.Confined, queue_dir: str, payloads: Sequence[bytes], divis
                         cp.name, cp.final, cp.id, cp.fd = again.name, again.final, again.id, again.fd
 
     publish_batched(c, queue_dir, payloads, place, done, check=check, tick=tick)
+
+
+def write_linked(c: safety.Confined, queue_dir: str, ids: IdClock, data: bytes, token: str,
+                 gid: int) -> tuple[str, int, str]:
+    """``data`` written to a qconsole temp file (of ``token``) linked as an exclusive
+    ``<id>.new``: (the temp file's name, its open descriptor, the id); nothing left on failure."""
+    tmp, fd = write_tmp(c, queue_dir, data, token, gid)
+    try:
+        return tmp, fd, link_new(c, queue_dir, ids, os.path.join(queue_dir, tmp))
+    except BaseException:
+        os.close(fd)
+        c.unlink(os.path.join(queue_dir, tmp))
+        raise
 
 
 def link_new(c: safety.Confined, queue_dir: str, ids: IdClock, tmp_path: str) -> str:
@@ -159,17 +165,8 @@ class Placer:
         self.c, self.dir, self.divisor, self.gid = c, queue_dir, divisor, gid
         self.ids = IdClock(divisor)
 
-    def _link_new(self, tmp_path: str) -> str:
-        return link_new(self.c, self.dir, self.ids, tmp_path)
-
     def prepare(self, data: bytes, token: str) -> tuple[Placement, int]:
-        tmp, fd = write_tmp(self.c, self.dir, data, token, self.gid)
-        try:
-            mid = self._link_new(os.path.join(self.dir, tmp))
-        except BaseException:
-            os.close(fd)
-            self.c.unlink(os.path.join(self.dir, tmp))
-            raise
+        tmp, fd, mid = write_linked(self.c, self.dir, self.ids, data, token, self.gid)
         return Placement(self.dir, mid + ".new", mid, tmp), fd
 
     def check(self, entries: list) -> None:
@@ -183,7 +180,7 @@ class Placer:
             for e in clashing:
                 p = e.placement
                 self.c.unlink(os.path.join(self.dir, p.commit_from))
-                mid = self._link_new(os.path.join(self.dir, p.tmp))
+                mid = link_new(self.c, self.dir, self.ids, os.path.join(self.dir, p.tmp))
                 p.commit_from, p.final = mid + ".new", mid
             todo = clashing
 
