@@ -42,6 +42,20 @@ async def open_from_root(pilot: Any, key: str, kind: type) -> Any:
 
 # -- 1. settings: a value that parses but is out of bounds read as the effective value -------------
 
+
+async def _open_trash(pilot: Any) -> Any:
+    """``t``: the trash screen, once its batches are listed."""
+    from qconsole.screens.trash_screen import TrashScreen
+
+    await pilot.press("t")
+    await settle(pilot)
+    trash = pilot.app.screen
+    assert isinstance(trash, TrashScreen)
+    while trash.last_batch is None:
+        await pilot.pause(0.05)
+    await settle(pilot)
+    return trash
+
 async def test_an_out_of_bounds_rsmq_setting_reads_invalid_in_every_field_it_is_typed() -> None:
     """vt -5 and delay 99999999999 typed in an RSMQ queue's settings: the effective column read
     "-5 (queue)" and "99999999999 (queue)" (they parse as integers; only the store's bounds refuse
@@ -151,7 +165,6 @@ async def test_the_trash_of_a_ddmq_root_names_the_ids_deleted(ddmq_root: tuple[s
     "holds" column `999.1795766822854003… +2` (the first file name, cut to the column: no id
     of any message in it)."""
     from qconsole.backends import open_target
-    from qconsole.screens.trash_screen import TrashScreen
 
     root, broker = ddmq_root
     for text in ("one", "two", "three"):
@@ -164,14 +177,7 @@ async def test_the_trash_of_a_ddmq_root_names_the_ids_deleted(ddmq_root: tuple[s
         await settle(pilot)
         await pilot.press("y")
         await settle(pilot)
-        await pilot.press("t")
-        await settle(pilot)
-        trash = app.screen
-        assert isinstance(trash, TrashScreen)
-        while trash.last_batch is None:
-            await pilot.pause(0.05)
-        await settle(pilot)
-        (batch,) = trash.batches
+        (batch,) = (await _open_trash(pilot)).batches
         names = batch.ids[:2]
         shown = screen_text(app)
         assert ".ddmq" not in shown, shown  # was "999.1795766822854003… +2"
@@ -312,7 +318,6 @@ async def test_the_trash_says_how_many_more_a_batch_holds_than_it_names() -> Non
     """P on an RSMQ queue of 20 messages, then t: the holds column read "<id>, <id>… +6" (the
     store lists a batch's first 8 ids; the +N counted those, not the batch)."""
     from qconsole.backends import open_target
-    from qconsole.screens.trash_screen import TrashScreen
 
     server, ns = rsmq_namespace("jobs")
     backend = open_target(server.url(ns))
@@ -322,14 +327,7 @@ async def test_the_trash_says_how_many_more_a_batch_holds_than_it_names() -> Non
         await open_queue(pilot, "jobs")
         await pilot.press("P", *"jobs", "enter")
         await settle(pilot)
-        await pilot.press("t")
-        await settle(pilot)
-        trash = app.screen
-        assert isinstance(trash, TrashScreen)
-        while trash.last_batch is None:
-            await pilot.pause(0.05)
-        await settle(pilot)
-        (batch,) = trash.batches
+        (batch,) = (await _open_trash(pilot)).batches
         assert batch.count == 20 and len(batch.ids) < 20
         shown = screen_text(app)
         assert "+18" in shown and "+6" not in shown, shown
