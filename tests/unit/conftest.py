@@ -18,3 +18,21 @@ def small_chunks(monkeypatch: Any) -> None:
     monkeypatch.setattr(sn, "PARTIAL_PAUSE_S", 0.0)
     monkeypatch.setattr(sn, "FIRST_PAUSE_S", 0.0)
     monkeypatch.setattr(sn, "YIELD_S", 0.0)
+
+
+@pytest.fixture(params=["python", "c"])
+def count_path(request: Any, monkeypatch: Any) -> str:
+    """Both readers of plain small queues: Python's, and the C one the install builds
+    (backends/fs/_plain.c). A test taking this runs once each way. Without the built module
+    the C run skips, except in CI (CI=true), where the install must have built it."""
+    import os
+
+    from qconsole.backends.fs import listing
+
+    if request.param == "python":
+        monkeypatch.setattr(listing, "plain_c", None)
+    elif listing.plain_c is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("qconsole.backends.fs._plain was not built (a C compiler and Python's headers)")
+        pytest.skip("qconsole.backends.fs._plain not built here")
+    return request.param

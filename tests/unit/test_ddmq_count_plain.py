@@ -91,11 +91,31 @@ queue = st.tuples(
 )
 
 
-@pytest.fixture(params=["regex", "split"])
+@pytest.fixture(params=["regex", "split", "c"])
 def parser(request, monkeypatch):
-    """Both parsers of the short way: the patterns' findall, and split at the dots (small roots)."""
-    monkeypatch.setattr(ddmq, "_use_split", lambda: request.param == "split")
+    """Every parser of the short way: the patterns' findall, split at the dots (small roots), and
+    the C reader (backends/fs/_plain.c), which lists and checks the queue itself."""
+    if request.param == "c":
+        from qconsole.backends.fs import listing
+
+        if listing.plain_c is None:
+            if os.environ.get("CI") == "true":
+                pytest.fail("qconsole.backends.fs._plain was not built")
+            pytest.skip("qconsole.backends.fs._plain not built here")
+    else:
+        from qconsole.backends.fs import listing
+
+        monkeypatch.setattr(listing, "plain_c", None)
+        monkeypatch.setattr(ddmq, "_use_split", lambda: request.param == "split")
     return request.param
+
+
+def _exact_calls(monkeypatch) -> list[str]:
+    """The queues count_many sends the exact way (whatever reader took the others)."""
+    calls: list[str] = []
+    real = ddmq._scan_queue
+    monkeypatch.setattr(ddmq, "_scan_queue", lambda root, name, *a, **k: calls.append(name) or real(root, name, *a, **k))
+    return calls
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -123,11 +143,9 @@ def test_plain_queues_take_the_short_way_and_unusual_ones_the_exact_way(tmp_path
     held = [("1700000100", "9", "17000000000002", "dd"), ("1600000000", "10", "17000000000003", "ee")]
     _make_queue(str(tmp_path / "plain"), waiting, held, "")
     _make_queue(str(tmp_path / "odd"), waiting, held, "glob-foreign")
-    short = []
-    real = ddmq._count_plain
-    monkeypatch.setattr(ddmq, "_count_plain", lambda *a, **k: short.append(real(*a, **k)) or short[-1])
+    exact = _exact_calls(monkeypatch)
     plain, odd = ddmq.count_many(str(tmp_path), ["plain", "odd"], NOW)
-    assert [s is not None for s in short] == [True, False]
+    assert exact == ["odd"]
     assert plain.counts["ready"] == 3 and plain.counts["inflight"] == 1 and plain.counts["expired"] == 1
     assert plain.by_priority == {"9": {"ready": 2, "inflight": 1, "expired": 0},
                                  "10": {"ready": 1, "inflight": 0, "expired": 1}}
@@ -143,11 +161,9 @@ def test_every_near_miss_sends_its_queue_the_exact_way(tmp_path, monkeypatch, tw
     open(tmp_path / "ddmq.yaml", "w").close()
     _make_queue(str(tmp_path / "q"), [("9", "17000000001234", "aa")], [("1700000100", "9", "17000000000002", "dd")],
                 twist)
-    short = []
-    real = ddmq._count_plain
-    monkeypatch.setattr(ddmq, "_count_plain", lambda *a, **k: short.append(real(*a, **k)) or short[-1])
+    exact = _exact_calls(monkeypatch)
     many = ddmq.count_many(str(tmp_path), ["q"], NOW)
-    assert short == [None]
+    assert exact == ["q"]
     assert many == [ddmq.scan_queue(str(tmp_path), "q", NOW)]
     assert many[0].counts["foreign"] == 1
 
@@ -202,6 +218,7 @@ def test_a_root_of_many_queues_is_parsed_by_the_patterns_compiled_before_any_for
     for i in range(70):
         _make_queue(str(tmp_path / f"q{i:02d}"), [("9", f"170000000{i:05d}", f"a{i}")], [], "")
     code = ("import sys; from qconsole.backends.ddmq import layout as L; from qconsole.backends import open_target\n"
+            "from qconsole.backends.fs import listing; listing.plain_c = None  # (Python's reader)\n"
             "def no(*a): raise AssertionError('split')\n"
             "L._split_parse = no\n"
             "s = open_target(sys.argv[1]).scan(jobs=2)\n"

@@ -17,6 +17,7 @@ from operator import attrgetter, itemgetter, methodcaller
 from ...model import Message, ListingColumns, QueueScan
 from ...states import DDMQ, EXPIRED, FOREIGN, INFLIGHT, READY, WRITING
 from ...timeunits import ddmq_created
+from ..fs import listing as _listing
 from ..fs.safety import MAX_NUMBER_DIGITS as MAX_DIGITS
 from ..fs.detect import DDMQ_CONFIG, DDMQ_WORK, ddmq_queue_dir_unknown, is_ddmq_queue_dir as is_queue_dir
 from ..fs.listing import (
@@ -117,12 +118,18 @@ def is_expired(deadline_s: int, now: float) -> bool:
 
 
 def list_queue_names(root: str) -> tuple[list[str], list[str]]:
-    names: list[str] = []
+    c_plain = _listing.plain_c
+    got = c_plain.ddmq_queue_dirs(root) if c_plain is not None and hasattr(c_plain, "ddmq_queue_dirs") else None
+    if got is not None:  # the usual queues found in C; every other entry judged below
+        names, others = got
+    else:
+        names, others = [], None
     errors: list[str] = []
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)  # each queue checked relative to it
     try:
-        with os.scandir(fd) as it:
-            for entry in it:
+        entries = os.scandir(fd) if others is None else map(_LinkEntry, others, repeat(fd))
+        with _closing(entries):
+            for entry in entries:
                 name = entry.name
                 if name.startswith("."):
                     continue
@@ -143,6 +150,34 @@ def list_queue_names(root: str) -> tuple[list[str], list[str]]:
         os.close(fd)
     names.sort()
     return names, errors
+
+
+class _LinkEntry:
+    """What list_queue_names asks of a DirEntry, for a name the C listing left to judge."""
+
+    __slots__ = ("name", "_mode")
+
+    def __init__(self, name: str, dir_fd: int) -> None:
+        self.name = name
+        try:
+            self._mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        except (OSError, ValueError):
+            self._mode = 0  # gone meanwhile: neither a link nor a directory
+
+    def is_symlink(self) -> bool:
+        return stat.S_ISLNK(self._mode)
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        return stat.S_ISDIR(self._mode)
+
+
+def _closing(entries: Any) -> Any:
+    """A scandir iterator as it is (a context manager), or a plain iterable in a null one."""
+    if hasattr(entries, "__enter__"):
+        return entries
+    from contextlib import nullcontext
+
+    return nullcontext(entries)
 
 
 def _odd_config_at(dir_fd: int, name: str) -> bool:
@@ -755,7 +790,7 @@ _SPLIT_QUEUES = 64
 def prepare_count(n_queues: int) -> None:
     """Called before counting a root's ``n_queues`` queues, before any scanner is forked: the
     patterns are compiled once here for a root of many (every forked scanner inherits them)."""
-    if n_queues > _SPLIT_QUEUES:
+    if n_queues > _SPLIT_QUEUES and _listing.plain_c is None:  # (the C reader needs none)
         _patterns()
 
 
@@ -781,9 +816,17 @@ def count_many(root: str, names: list[str], now: float, *, check_types: bool = F
     out: list[QueueScan] = []
     stat, listdir = os.stat, os.listdir
     split = _use_split()
+    c_plain = _listing.plain_c
     for name in names:
         qdir = f"{root}/{name}"
         scan = None
+        if c_plain is not None:  # the same check and figures in C: no string per message
+            got = c_plain.ddmq_plain(qdir, SMALL_BYTES, MAX_DIGITS, MAX_UID, MAX_DEADLINE_DIGITS, int(now))
+            if got is not None:  # (ready by priority, ready, oldest, held by (priority, alive), nearest)
+                scan = QueueScan(name, DDMQ, now)
+                _fill(scan, *got)
+            out.append(scan or _scan_queue(root, name, now, beside=beside))
+            continue
         try:
             st = stat(qdir)
             if st.st_nlink == 3 and st.st_size <= SMALL_BYTES:

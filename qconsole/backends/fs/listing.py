@@ -35,6 +35,14 @@ STREAM_BYTES = 4_000_000
 STREAM_CHUNK = 2_048
 
 
+#: the C reader of plain small queues (_plain.c), when the install could build it; tests set
+#: this to None to count the Python way
+try:
+    from . import _plain as plain_c
+except ImportError:  # no C compiler at install time: the same counts, from Python
+    plain_c = None
+
+
 def is_ascii_digits(s: str) -> bool:
     return s.isascii() and s.isdigit()
 
