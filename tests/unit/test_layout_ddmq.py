@@ -120,7 +120,7 @@ def test_missing_work_dir_is_an_error_but_waiting_is_counted(tmp_path):
     assert scan.counts[READY] == 1 and any("q/work" in e for e in scan.errors)
 
 
-def test_queue_names_need_yaml_and_work_and_skip_dots_and_symlinks(tmp_path):
+def test_queue_names_need_yaml_and_work_and_skip_dots_and_symlinks(tmp_path, count_path):
     root = _queue(tmp_path)
     for d in ("a", ".hidden"):
         (tmp_path / d / "work").mkdir(parents=True)
@@ -133,7 +133,7 @@ def test_queue_names_need_yaml_and_work_and_skip_dots_and_symlinks(tmp_path):
 
 
 @pytest.mark.parametrize("planted", ["dev-zero", "dangling", "fifo", "directory"])
-def test_a_queue_whose_ddmq_yaml_is_no_regular_file_is_named_not_left_out_silently(tmp_path, planted):
+def test_a_queue_whose_ddmq_yaml_is_no_regular_file_is_named_not_left_out_silently(tmp_path, planted, count_path):
     """ddmq's check_dir skips such a directory (os.path.isfile), and so does qconsole; a planted
     ddmq.yaml -> /dev/zero made a queue of messages vanish from stats and check without a word."""
     root = _queue(tmp_path, waiting=[f"9.{QN}.ddmq{U[0]}"])

@@ -95,7 +95,7 @@ def test_counting_never_opens_or_stats_a_message_file(tmp_path, monkeypatch, mak
     assert len(calls) <= 5 * 10 + 5, calls[:20]
 
 
-def test_detects_each_layout_and_honours_override(tmp_path):
+def test_detects_each_layout_and_honours_override(tmp_path, count_path):
     v = tmp_path / "v"
     (v / "jobs").mkdir(parents=True)
     (v / "jobs" / "1700000000000000").write_text("x")
@@ -110,7 +110,7 @@ def test_detects_each_layout_and_honours_override(tmp_path):
     assert Root(str(empty)).layout == "vsqs"  # an empty queue directory is a fresh VSQS queue
 
 
-def test_a_ddmq_queue_among_sub_directories_makes_a_root_ddmq_only_with_a_real_ddmq_yaml(tmp_path):
+def test_a_ddmq_queue_among_sub_directories_makes_a_root_ddmq_only_with_a_real_ddmq_yaml(tmp_path, count_path):
     """No ddmq.yaml at the top: any sub-directory with a regular ddmq.yaml and a real work/
     makes it ddmq (existence is looked up first, without raising per directory)."""
     root = tmp_path / "r"

@@ -127,9 +127,9 @@ def list_queue_names(root: str) -> tuple[list[str], list[str]]:
     errors: list[str] = []
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)  # each queue checked relative to it
     try:
-        entries = os.scandir(fd) if others is None else map(_LinkEntry, others, repeat(fd))
-        with _closing(entries):
-            for entry in entries:
+        scandir = os.scandir(fd) if others is None else None
+        try:
+            for entry in scandir if scandir is not None else map(_LinkEntry, others, repeat(fd)):
                 name = entry.name
                 if name.startswith("."):
                     continue
@@ -146,6 +146,9 @@ def list_queue_names(root: str) -> tuple[list[str], list[str]]:
                 elif _odd_config_at(fd, name):  # ddmq's own check_dir skips it too: not silently
                     errors.append(f"{name}: {CONFIG} is no regular file (a directory, a FIFO, a link to a "
                                   "device or to nothing): not a queue, not counted")
+        finally:
+            if scandir is not None:
+                scandir.close()
     finally:
         os.close(fd)
     names.sort()
@@ -169,15 +172,6 @@ class _LinkEntry:
 
     def is_dir(self, *, follow_symlinks: bool = True) -> bool:
         return stat.S_ISDIR(self._mode)
-
-
-def _closing(entries: Any) -> Any:
-    """A scandir iterator as it is (a context manager), or a plain iterable in a null one."""
-    if hasattr(entries, "__enter__"):
-        return entries
-    from contextlib import nullcontext
-
-    return nullcontext(entries)
 
 
 def _odd_config_at(dir_fd: int, name: str) -> bool:

@@ -507,9 +507,80 @@ done:
 }
 #endif
 
+#ifdef __linux__
+/* config_dirs(root, config) -> None | ([sub-directory, ...], [those holding config, ...])
+ * Layout detection's look at a root: its non-dot sub-directories (not links to one), in
+ * listing order, and which of them hold an entry named config (faccessat, by effective ids,
+ * as os.access(..., effective_ids=True)). None on any error: the caller's own listing says why. */
+static PyObject *config_dirs(PyObject *self, PyObject *args) {
+    PyObject *path_obj;
+    const char *config;
+    Py_ssize_t config_len;
+    if (!PyArg_ParseTuple(args, "O&s#", PyUnicode_FSConverter, &path_obj, &config, &config_len)) return NULL;
+    PyObject *dirs = PyList_New(0), *with = PyList_New(0), *result = NULL;
+    union { char bytes[32768]; unsigned long long align; } u;
+    int fd = -1, failed = 0;
+    if (dirs == NULL || with == NULL) goto done;
+    if (config_len < 1 || config_len > 64 || memchr(config, '/', (size_t)config_len)) {
+        PyErr_SetString(PyExc_ValueError, "config must be a short file name");
+        goto done;
+    }
+    fd = open(PyBytes_AS_STRING(path_obj), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    for (;;) {
+        long got = syscall(SYS_getdents64, fd, u.bytes, sizeof(u.bytes));
+        if (got < 0) failed = 1;
+        if (got <= 0) break;
+        for (long off = 0; off < got;) {
+            struct dirent64_rec *e = (struct dirent64_rec *)(u.bytes + off);
+            if (e->d_reclen == 0 || off + e->d_reclen > got) {
+                failed = 1;
+                break;
+            }
+            off += e->d_reclen;
+            const char *name = e->d_name;
+            size_t len = strnlen(name, (size_t)e->d_reclen - offsetof(struct dirent64_rec, d_name));
+            if (name[0] == '.' || len > 255) continue;
+            int is_dir = e->d_type == DT_DIR;
+            if (e->d_type == DT_UNKNOWN) {  /* a file system that does not say: ask (no link followed) */
+                struct stat st;
+                is_dir = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+            }
+            if (!is_dir) continue;
+            char rel[340];
+            memcpy(rel, name, len);
+            rel[len] = '/';
+            memcpy(rel + len + 1, config, (size_t)config_len);
+            rel[len + 1 + config_len] = '\0';
+            int has = faccessat(fd, rel, F_OK, AT_EACCESS) == 0;
+            PyObject *str = PyUnicode_DecodeFSDefaultAndSize(name, (Py_ssize_t)len);
+            if (str == NULL || PyList_Append(dirs, str) < 0 || (has && PyList_Append(with, str) < 0)) {
+                Py_XDECREF(str);
+                failed = 2;
+                break;
+            }
+            Py_DECREF(str);
+        }
+        if (failed) break;
+    }
+    close(fd);
+    if (failed == 2) goto done;
+    result = failed ? Py_NewRef(Py_None) : PyTuple_Pack(2, dirs, with);
+done:
+    Py_XDECREF(dirs);
+    Py_XDECREF(with);
+    Py_DECREF(path_obj);
+    return result;
+}
+#endif
+
 static PyMethodDef methods[] = {
 #ifdef __linux__
     {"ddmq_queue_dirs", ddmq_queue_dirs, METH_VARARGS, "A ddmq root's queues, and the entries to judge."},
+    {"config_dirs", config_dirs, METH_VARARGS, "A root's sub-directories, and those holding a config."},
 #endif
     {"ddmq_plain", ddmq_plain, METH_VARARGS, "A plain ddmq queue's figures, or None."},
     {"vsqs_plain", vsqs_plain, METH_VARARGS, "A plain VSQS queue's figures, or None."},
