@@ -247,7 +247,11 @@ static PyObject *ddmq_plain(PyObject *self, PyObject *args) {
         /* both opened first, listed in this order: the queue, then work/ */
         int listed = read_names(qfd, &q);
         qfd = -1;
-        if (listed == 0 && read_names(wfd, &w) == 0) plain = 1;
+        if (listed == 0) {
+            if (read_names(wfd, &w) == 0) plain = 1;  /* (closes wfd) */
+        } else {
+            close(wfd);  /* not listed: still open */
+        }
         wfd = -1;
     }
     if (qfd >= 0) close(qfd);
