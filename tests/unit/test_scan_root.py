@@ -207,3 +207,44 @@ def test_unreadable_root_is_refused_simulated(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "access", lambda *a, **k: False)
     with pytest.raises(RootError, match="permission denied"):
         Root(str(tmp_path))
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("check_types", [False, True])
+def test_a_ddmq_root_counted_before_its_queues_are_looked_into_gives_what_the_checked_listing_gives(
+        tmp_path, monkeypatch, jobs, check_types):
+    """With the C reader a ddmq root's sub-directories are checked where they are counted
+    (queue_candidates, then count_many(unchecked=True) in the forked scanners); every kind of
+    sub-directory that is no queue is still left out, with the same line, and every queue that
+    is one (plain, unusual, unreadable, -q) is counted as the checked listing counts it."""
+    from qconsole.backends.ddmq import layout as ddmq
+    from qconsole.backends.fs import listing
+
+    if listing.plain_c is None:
+        pytest.skip("the C reader is not built") if os.environ.get("CI") != "true" else pytest.fail("not built")
+    root = _ddmq_root(tmp_path, queues=4, per_queue=6)
+    (tmp_path / "q1" / "notes.txt").write_text("")  # a queue with a foreign file: the exact way
+    (tmp_path / "plain").mkdir()  # no ddmq.yaml: no queue, no word
+    (tmp_path / "linked-work" / "x").mkdir(parents=True)
+    (tmp_path / "linked-work" / "ddmq.yaml").write_text("")
+    os.symlink(tmp_path / "linked-work" / "x", tmp_path / "linked-work" / "work")
+    (tmp_path / "fifo-config" / "work").mkdir(parents=True)
+    os.mkfifo(tmp_path / "fifo-config" / "ddmq.yaml")
+    os.symlink(tmp_path / "q0", tmp_path / "linked-queue")
+    (tmp_path / "a-file").write_text("")
+
+    def summary(scan):
+        return ([(q.name, q.layout, q.counts, q.errors) for q in scan.queues], sorted(scan.errors), scan.per_queue)
+
+    each = lambda q, now: (q.name, q.counts["ready"])  # noqa: E731  (what a forked scanner makes of a queue)
+    deferred = Root(root).scan(jobs=jobs, check_types=check_types, each=each)
+    picked = Root(root).scan(["q2", "q0"], jobs=jobs, check_types=check_types)
+    monkeypatch.setattr(ddmq, "queue_candidates", lambda root: None)  # the checked listing first
+    checked = Root(root).scan(jobs=jobs, check_types=check_types, each=each)
+    assert summary(deferred) == summary(checked)
+    assert [q.name for q in deferred.queues] == ["q0", "q1", "q2", "q3"]
+    assert sorted(deferred.errors) == sorted([
+        "linked-work: work/ is a symlink, not followed", "linked-queue: symlink not followed",
+        "fifo-config: ddmq.yaml is no regular file (a directory, a FIFO, a link to a device or to nothing): "
+        "not a queue, not counted"])
+    assert [q.name for q in picked.queues] == ["q2", "q0"]

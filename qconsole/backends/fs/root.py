@@ -226,7 +226,16 @@ class FileBackend(Backend):
         """
         started = time.perf_counter()
         now = time.time() if now is None else now
-        names, errors = self.queue_names()
+        module, path = self.module, self.path
+        # the whole root: sub-directories still to be looked into, where a layout checks each
+        # queue as it counts it (in the forked scanners: ddmq's queue_candidates)
+        candidates = None if queues else getattr(module, "queue_candidates", None)
+        try:
+            got = candidates(path) if candidates is not None else None
+        except OSError as err:
+            raise RootError(f"cannot read root {path}: {err.strerror}") from None
+        unchecked = got is not None
+        names, errors = got if got is not None else self.queue_names()
         if queues:
             # each queue once: `-q a -q a` (a generated list) counted it twice in the totals,
             # repeated its Prometheus series (a scrape fails) and its Nagios perfdata
@@ -235,7 +244,6 @@ class FileBackend(Backend):
             if missing:
                 raise UnknownQueueError(f"no queue {missing[0]!r} in {self.path}")
             names = wanted
-        module, path = self.module, self.path
         prepare = getattr(module, "prepare_count", None)
         if prepare is not None:
             prepare(len(names))  # (before any scanner is forked)
@@ -246,8 +254,10 @@ class FileBackend(Backend):
         if jobs is not None and jobs > 1 and len(names) < 2:
             beside = True
 
+        more = {"unchecked": True} if unchecked else {}
+
         def scan_share(share: list[str]) -> list[QueueScan]:
-            return module.count_many(path, share, now, check_types=check_types, beside=beside)
+            return module.count_many(path, share, now, check_types=check_types, beside=beside, **more)
 
         per_queue = None
         if jobs == 1 or len(names) < 2:
@@ -262,6 +272,11 @@ class FileBackend(Backend):
                 per_queue = [done[n][1] for n in names] if each else None
             else:
                 scans = scan_share(names)
+        if unchecked and not all(s.layout for s in scans):  # sub-directories that are no queue
+            keep = [i for i, s in enumerate(scans) if s.layout]
+            errors = errors + [e for s in scans if not s.layout for e in s.errors]
+            scans = [scans[i] for i in keep]
+            per_queue = [per_queue[i] for i in keep] if per_queue is not None else None
         if each and per_queue is None:
             per_queue = [each(s, now) for s in scans]
         return RootScan(
