@@ -75,3 +75,257 @@ def test_ddmq_plain_closes_work_when_the_queue_listing_fails(c_module, tmp_path)
     finally:
         if fast:
             shutil.rmtree(base)
+
+
+# -- the C reader's answers equal the exact path's, on random hostile queue directories --------
+
+def _digits(draw, width: int, lead_zero: bool = False) -> str:
+    first = "0" if lead_zero or width == 1 and draw(st.booleans()) else str(draw(st.integers(1, 9)))
+    return first + "".join(str(draw(st.integers(0, 9))) for _ in range(width - 1))
+
+
+@st.composite
+def vsqs_entry(draw, width: int) -> tuple[bytes, str]:
+    """(name, kind of entry): mostly the usual names of one id width, some just off a rule."""
+    w = draw(st.sampled_from([width] * 6 + [width - 1 if width > 1 else 2, width + 1, 20, 21]))
+    z = draw(st.integers(0, 15)) == 0  # a leading zero now and then
+    i = _digits(draw, w, z)
+    shape = draw(st.sampled_from(["ready"] * 4 + ["new", "held", "held", "held-w", "odd"]))
+    if shape == "ready":
+        name = i
+    elif shape == "new":
+        name = f"{i}.new"
+    elif shape == "held":
+        name = f"{i}.{_digits(draw, w, draw(st.integers(0, 15)) == 0)}"
+    elif shape == "held-w":  # a deadline of another width
+        name = f"{i}.{_digits(draw, draw(st.sampled_from([1, 3, w + 1, 21])))}"
+    else:
+        name = draw(st.sampled_from([f"{i}.", f".{i}", f"{i}.new.1", f"{i}..1", f"+{i}", f" {i}", f"{i}\n",
+                                     f"{i}.NEW", "\u0661" * w, f"{i}.{i}.{i}", ".qconsole-tmp", "-1", "new"]))
+    kind = draw(st.sampled_from(["file"] * 12 + ["fifo", "dir", "link-in", "link-out", "dangling"]))
+    raw = name.encode()
+    if draw(st.integers(0, 30)) == 0:
+        raw = raw + b"\xff"  # no UTF-8
+    return raw, kind
+
+
+def _plant(d: bytes, name: bytes, kind: str, outside: bytes) -> None:
+    path = os.path.join(d, name)
+    if os.path.lexists(path):
+        return
+    if kind == "file":
+        open(path, "w").close()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dir":
+        os.mkdir(path)
+    elif kind == "link-in":
+        os.symlink(b".", path)
+    elif kind == "link-out":
+        os.symlink(outside, path)
+    else:
+        os.symlink(b"nowhere", path)
+
+
+def _both_ways(module, root: str, names: list[str]):
+    """count_many with the C reader, count_many in Python, and scan_queue per queue."""
+    assert listing.plain_c is not None
+    with_c = module.count_many(root, names, NOW)
+    real = listing.plain_c
+    listing.plain_c = None
+    try:
+        without = module.count_many(root, names, NOW)
+    finally:
+        listing.plain_c = real
+    exact = [module.scan_queue(root, n, NOW) for n in names]
+    return with_c, without, exact
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.data(), st.lists(st.sampled_from([1, 3, 13, 16, 20]), min_size=1, max_size=3))
+def test_vsqs_count_many_with_c_equals_the_exact_path(c_module, data, widths):
+    base = tempfile.mkdtemp(prefix="qc-plain-v-")
+    try:
+        root, outside = os.path.join(base, "root"), os.path.join(base, "outside").encode()
+        os.makedirs(root)
+        os.makedirs(os.path.join(outside, b"1700000000000009"))
+        open(os.path.join(outside, b"1700000000000001"), "w").close()
+        names = []
+        for qi, width in enumerate(widths):
+            q = os.path.join(root.encode(), b"q%d" % qi)
+            os.mkdir(q)
+            names.append(f"q{qi}")
+            for name, kind in data.draw(st.lists(vsqs_entry(width), max_size=12)):
+                _plant(q, name, kind, outside)
+        with_c, without, exact = _both_ways(vsqs, root, names)
+    finally:
+        shutil.rmtree(base)
+    assert with_c == exact
+    assert without == exact
+
+
+@st.composite
+def ddmq_entry(draw, clean: bool = False) -> tuple[bytes, str, bool]:
+    """(name, kind, in work/?): message names with every field at and just past its limit."""
+    in_work = draw(st.booleans())
+    if clean or draw(st.integers(0, 2)):  # mostly the usual names
+        prio, qn = draw(st.sampled_from(["0", "1", "10", "007"])), draw(st.sampled_from(["17000000001", "1"]))
+        uid = draw(st.text("0123456789abcdefAB", min_size=1, max_size=6))
+        dl = draw(st.sampled_from(["1699999999", "1700000000", "1700000001", "9" * 11]))
+        return (f"{dl}.{prio}.{qn}.ddmq{uid}" if in_work else f"{prio}.{qn}.ddmq{uid}").encode(), "file", in_work
+    prio = draw(st.sampled_from(["0", "1", "10", "007", "9" * 20, "9" * 21, ""]))
+    qn = draw(st.sampled_from(["1", "1700000000", "17000000001", "1699999999123", "1" * 20, "1" * 21, "x"]))
+    uid = draw(st.sampled_from(["a", "ab", "AB", "abc", "a" * 64, "a" * 65, "a-b", "", "\u00e9"]))
+    dl = draw(st.sampled_from(["1699999999", "1700000000", "1700000001", "0", "9" * 11, "1" + "0" * 11, ""]))
+    if draw(st.integers(0, 7)) == 0:
+        name = draw(st.sampled_from(["ddmq.yaml", "ddmq.yaml.intermediate", "ddmq.yaml.example", "work",
+                                     "ddmq.yaml.exampl", ".qconsole-x", "notes", "1.2.ddmq", "a.1.ddmqab"]))
+    elif in_work:
+        name = f"{dl}.{prio}.{qn}.ddmq{uid}"
+    else:
+        name = f"{prio}.{qn}.ddmq{uid}"
+    kind = draw(st.sampled_from(["file"] * 6 + ["fifo", "dir", "link-in", "link-out", "dangling"]))
+    return name.encode(), kind, in_work
+
+
+@st.composite
+def ddmq_queue(draw):
+    if draw(st.booleans()):  # a queue of the usual names only (plain unless an id repeats)
+        return "file", "dir", draw(st.lists(ddmq_entry(clean=True), max_size=10)), False
+    config = draw(st.sampled_from(["file"] * 6 + ["none", "dir", "fifo", "dangling", "link-file"]))
+    work = draw(st.sampled_from(["dir"] * 6 + ["none", "file", "link-out", "link-in"]))
+    entries = draw(st.lists(ddmq_entry(), max_size=10))
+    # one id in the queue and in work/ (a consume during the listing), now and then
+    shared = draw(st.integers(0, 5)) == 0
+    return config, work, entries, shared
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(ddmq_queue(), min_size=1, max_size=3))
+def test_ddmq_count_many_with_c_equals_the_exact_path(c_module, queues):
+    base = tempfile.mkdtemp(prefix="qc-plain-d-")
+    try:
+        root, outside = os.path.join(base, "root"), os.path.join(base, "outside").encode()
+        os.makedirs(os.path.join(outside, b"work"))
+        open(os.path.join(outside, b"1700000005.1.17000000001.ddmqzz"), "w").close()
+        open(os.path.join(outside, b"work", b"1700000005.1.17000000001.ddmqzz"), "w").close()
+        os.makedirs(root)
+        open(os.path.join(root, "ddmq.yaml"), "w").close()
+        names = []
+        for qi, (config, work, entries, shared) in enumerate(queues):
+            q = os.path.join(root.encode(), b"q%d" % qi)
+            os.mkdir(q)
+            names.append(f"q{qi}")
+            c = os.path.join(q, b"ddmq.yaml")
+            if config == "file":
+                open(c, "w").close()
+            elif config != "none":
+                _plant(q, b"ddmq.yaml", {"link-file": "link-out"}.get(config, config),
+                       os.path.join(outside, b"1700000005.1.17000000001.ddmqzz"))
+            w = os.path.join(q, b"work")
+            if work == "dir":
+                os.mkdir(w)
+            elif work == "file":
+                open(w, "w").close()
+            elif work == "link-out":
+                os.symlink(os.path.join(outside, b"work"), w)
+            elif work == "link-in":
+                os.mkdir(os.path.join(q, b".w"))
+                os.symlink(b".w", w)
+            wdir = os.path.join(q, b"work") if work == "dir" else q
+            for name, kind, in_work in entries:
+                _plant(wdir if in_work else q, name, kind, outside)
+            if shared:
+                open(os.path.join(q, b"1.17000000001.ddmqs1"), "w").close()
+                open(os.path.join(wdir, b"1700000001.1.17000000001.ddmqs1"), "w").close()
+        with_c, without, exact = _both_ways(ddmq, root, names)
+    finally:
+        shutil.rmtree(base)
+    assert with_c == exact
+    assert without == exact
+
+
+# -- a root's listing: ddmq's queue names and layout detection, with C and without ------------
+
+ROOT_ENTRIES = ["queue", "queue", "config-dir", "config-fifo", "config-dangling", "config-link-file",
+                "config-link-outside", "work-link", "work-file", "no-work", "no-config", "link-to-queue",
+                "dangling", "file", "fifo", "vsqs-queue", "empty-dir"]
+
+
+def _root_entry(root: bytes, name: bytes, kind: str, outside: bytes) -> None:
+    path = os.path.join(root, name)
+    if kind == "file":
+        open(path, "w").close()
+        return
+    if kind == "fifo":
+        os.mkfifo(path)
+        return
+    if kind == "dangling":
+        os.symlink(b"nowhere", path)
+        return
+    if kind == "link-to-queue":
+        os.symlink(outside, path)
+        return
+    os.mkdir(path)
+    if kind == "vsqs-queue":
+        open(os.path.join(path, b"1700000000000001"), "w").close()
+        return
+    if kind == "empty-dir":
+        return
+    if kind != "no-work":
+        if kind == "work-link":
+            os.symlink(os.path.join(outside, b"work"), os.path.join(path, b"work"))
+        elif kind == "work-file":
+            open(os.path.join(path, b"work"), "w").close()
+        else:
+            os.mkdir(os.path.join(path, b"work"))
+    config = os.path.join(path, b"ddmq.yaml")
+    if kind in ("queue", "no-work", "work-link", "work-file"):
+        open(config, "w").close()
+    elif kind == "config-dir":
+        os.mkdir(config)
+    elif kind == "config-fifo":
+        os.mkfifo(config)
+    elif kind == "config-dangling":
+        os.symlink(b"nowhere", config)
+    elif kind == "config-link-file":
+        os.symlink(os.path.join(outside, b"ddmq.yaml"), config)
+    elif kind == "config-link-outside":
+        os.symlink(outside, config)  # a directory
+
+
+root_entry_name = st.one_of(st.sampled_from([b"a", b"b", b"lost+found", b".hidden", b"work", b"ddmq.yaml",
+                                             b"q\n1", b"\xff\xfe", b"x" * 255]),
+                            st.binary(min_size=1, max_size=6).filter(lambda b: b"/" not in b and b"\0" not in b
+                                                                     and b not in (b".", b"..")))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(root_entry_name, st.sampled_from(ROOT_ENTRIES), max_size=8), st.booleans())
+def test_root_listing_and_detection_with_c_equal_python(c_module, entries, config_at_root):
+    base = tempfile.mkdtemp(prefix="qc-plain-r-")
+    try:
+        root, outside = os.path.join(base, "root"), os.path.join(base, "outside").encode()
+        os.makedirs(os.path.join(outside, b"work"))
+        open(os.path.join(outside, b"ddmq.yaml"), "w").close()
+        os.mkdir(root)
+        if config_at_root:
+            open(os.path.join(root, "ddmq.yaml"), "w").close()
+        for name, kind in entries.items():
+            if not os.path.lexists(os.path.join(root.encode(), name)):
+                _root_entry(root.encode(), name, kind, outside)
+        answers = []
+        for reader in (c_module, None):
+            listing.plain_c = reader
+            try:
+                try:
+                    found = detect.detect_layout(root)
+                except RootError as err:
+                    found = str(err)
+                answers.append((ddmq.list_queue_names(root), found))
+            finally:
+                listing.plain_c = c_module
+    finally:
+        shutil.rmtree(base)
+    assert answers[0] == answers[1]
+
