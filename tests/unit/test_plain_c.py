@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -329,3 +331,83 @@ def test_root_listing_and_detection_with_c_equal_python(c_module, entries, confi
         shutil.rmtree(base)
     assert answers[0] == answers[1]
 
+
+# -- a stalled file system stalls the listing thread, not the whole console ---------------------
+
+_SLOW_STAT_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+static int slow(const char *p) {
+    size_t n = p ? strlen(p) : 0;
+    return n >= 10 && strcmp(p + n - 10, "/ddmq.yaml") == 0;
+}
+int fstatat64(int fd, const char *p, struct stat64 *st, int flags) {
+    static int (*real)(int, const char *, struct stat64 *, int);
+    if (!real) real = dlsym(RTLD_NEXT, "fstatat64");
+    if (slow(p)) usleep(400000);
+    return real(fd, p, st, flags);
+}
+int fstatat(int fd, const char *p, struct stat *st, int flags) {
+    return fstatat64(fd, p, (struct stat64 *)st, flags);
+}
+int faccessat(int fd, const char *p, int mode, int flags) {
+    static int (*real)(int, const char *, int, int);
+    if (!real) real = dlsym(RTLD_NEXT, "faccessat");
+    if (slow(p)) usleep(400000);
+    return real(fd, p, mode, flags);
+}
+"""
+
+_GAP_PROBE = r"""
+import sys, threading, time
+from qconsole.backends.fs import listing
+fn = getattr(listing.plain_c, sys.argv[2])
+state = {"stop": False, "gap": 0.0}
+def spin():
+    last = time.monotonic()
+    while not state["stop"]:
+        now = time.monotonic()
+        state["gap"] = max(state["gap"], now - last)
+        last = now
+t = threading.Thread(target=spin)
+t.start()
+time.sleep(0.05)
+got = fn(sys.argv[1], "ddmq.yaml") if sys.argv[2] == "config_dirs" else fn(sys.argv[1])
+state["stop"] = True
+t.join()
+assert got is not None and got[0] == ["q"], got
+print(state["gap"])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="an LD_PRELOAD shim (glibc)")
+@pytest.mark.parametrize("function", ["ddmq_queue_dirs", "config_dirs"])
+def test_root_listing_lets_other_threads_run_while_a_lookup_stalls(c_module, tmp_path, function):
+    """The console counts in a thread worker. A root's listing in C looked into each queue
+    (ddmq.yaml's stat, its access check) holding the GIL: on a stalled NFS server every
+    lookup blocked the whole console -- no key, no redraw, no quit -- where Python's own
+    lookups (os.stat, os.access) let the event loop run. Simulated with a shim that makes
+    every lookup of a ddmq.yaml take 0.4 s: the other thread must not wait that long."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or getattr(os, "confstr", None) is None:
+        pytest.skip("no C compiler for the shim")
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION"):
+            pytest.skip("not glibc")
+    except (ValueError, OSError):
+        pytest.skip("not glibc")
+    src = tmp_path / "shim.c"
+    src.write_text(_SLOW_STAT_SHIM)
+    shim = tmp_path / "shim.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(shim), str(src), "-ldl"], check=True)
+    root = tmp_path / "root"
+    (root / "q" / "work").mkdir(parents=True)
+    (root / "q" / "ddmq.yaml").write_text("")
+    env = dict(os.environ, LD_PRELOAD=str(shim))
+    out = subprocess.run([sys.executable, "-c", _GAP_PROBE, str(root), function], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout) < 0.2  # (0.4 s and more while the GIL was held)

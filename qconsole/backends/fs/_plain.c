@@ -442,6 +442,124 @@ done:
 }
 
 #ifdef __linux__
+/* One getdents64 chunk of a root's listing, looked into with the GIL released: the console
+ * lists a root in a thread worker, and a lookup on a stalled file system (an NFS server gone)
+ * must stall that thread only, not every thread (the event loop: keys, redraws, quitting).
+ * Python objects are made afterwards, holding the GIL, from ``picks``. */
+typedef struct { unsigned short off, len; unsigned char kind; } pick_t;
+/* a record is at least 24 bytes (19 of header, a name of 1 and its NUL, aligned to 8) */
+#define CHUNK_BYTES 32768
+#define MAX_PICKS (CHUNK_BYTES / 24 + 1)
+enum { PICK_SKIP = 0, PICK_QUEUE, PICK_OTHER, PICK_DIR, PICK_WITH_CONFIG };
+
+typedef struct {
+    union { char bytes[CHUNK_BYTES]; unsigned long long align; } u;
+    pick_t picks[MAX_PICKS];
+    Py_ssize_t n;
+} chunk_t;
+
+/* ddmq_queue_dirs' look at one entry: a queue, an entry to judge, or nothing */
+static unsigned char judge_ddmq(int fd, const char *name, size_t len, unsigned char type) {
+    if (type != DT_DIR && type != DT_LNK && type != DT_UNKNOWN) return PICK_SKIP;  /* a file: no queue */
+    if (type == DT_DIR && len <= 255) {
+        char rel[300];
+        struct stat st;
+        memcpy(rel, name, len);
+        memcpy(rel + len, "/ddmq.yaml", sizeof("/ddmq.yaml"));
+        int ok = fstatat(fd, rel, &st, 0) == 0 && S_ISREG(st.st_mode);
+        memcpy(rel + len, "/work", sizeof("/work"));
+        if (ok && fstatat(fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) return PICK_QUEUE;
+    }
+    return PICK_OTHER;
+}
+
+/* config_dirs' look at one entry: a sub-directory (not a link to one), holding config or not */
+static unsigned char judge_config(int fd, const char *name, size_t len, unsigned char type, const char *config,
+                                  size_t config_len) {
+    if (len > 255) return PICK_SKIP;
+    int is_dir = type == DT_DIR;
+    if (type == DT_UNKNOWN) {  /* a file system that does not say: ask (no link followed) */
+        struct stat st;
+        is_dir = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+    }
+    if (!is_dir) return PICK_SKIP;
+    char rel[340];
+    memcpy(rel, name, len);
+    rel[len] = '/';
+    memcpy(rel + len + 1, config, config_len);
+    rel[len + 1 + config_len] = '\0';
+    return faccessat(fd, rel, F_OK, AT_EACCESS) == 0 ? PICK_WITH_CONFIG : PICK_DIR;
+}
+
+/* the next chunk of the listing at fd, each non-dot entry judged (config NULL: ddmq_queue_dirs'
+ * look, else config_dirs'). Call without the GIL. 1: picks made; 0: the end; -1: an error */
+static int next_chunk(int fd, chunk_t *c, const char *config, size_t config_len) {
+    c->n = 0;
+    long got = syscall(SYS_getdents64, fd, c->u.bytes, sizeof(c->u.bytes));
+    if (got < 0) return -1;
+    if (got == 0) return 0;
+    for (long off = 0; off < got;) {
+        struct dirent64_rec *e = (struct dirent64_rec *)(c->u.bytes + off);
+        if (e->d_reclen == 0 || off + e->d_reclen > got || c->n >= MAX_PICKS) return -1;
+        long at = off + (long)offsetof(struct dirent64_rec, d_name);
+        off += e->d_reclen;
+        const char *name = e->d_name;
+        size_t len = strnlen(name, (size_t)e->d_reclen - offsetof(struct dirent64_rec, d_name));
+        if (name[0] == '.') continue;  /* (dot entries: hidden, as ls does) */
+        unsigned char kind = config ? judge_config(fd, name, len, e->d_type, config, config_len)
+                                    : judge_ddmq(fd, name, len, e->d_type);
+        if (kind == PICK_SKIP) continue;
+        c->picks[c->n++] = (pick_t){(unsigned short)at, (unsigned short)len, kind};
+    }
+    return 1;
+}
+
+/* the listing of root, judged: None on an OS error (the caller's own listing says why), NULL
+ * with an exception, else a tuple of two lists: (kinds a, kind b) into the first and the names
+ * of kind b also into the second when ``both``, else kind b into the second only */
+static PyObject *judged_listing(PyObject *path_obj, const char *config, size_t config_len, unsigned char a,
+                                unsigned char b, int both) {
+    PyObject *first = PyList_New(0), *second = PyList_New(0), *result = NULL;
+    chunk_t *c = NULL;
+    int fd = -1, rc = 0;
+    if (first == NULL || second == NULL) goto done;
+    c = PyMem_RawMalloc(sizeof(chunk_t));
+    if (c == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    fd = open(PyBytes_AS_STRING(path_obj), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    Py_END_ALLOW_THREADS
+    if (fd < 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    for (;;) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = next_chunk(fd, c, config, config_len);
+        Py_END_ALLOW_THREADS
+        if (rc <= 0) break;
+        for (Py_ssize_t i = 0; i < c->n; i++) {
+            pick_t *p = &c->picks[i];
+            PyObject *str = PyUnicode_DecodeFSDefaultAndSize(c->u.bytes + p->off, (Py_ssize_t)p->len);
+            if (str == NULL) goto done;
+            int err = 0;
+            if (p->kind == a || (both && p->kind == b)) err = PyList_Append(first, str);
+            if (!err && p->kind == b) err = PyList_Append(second, str);
+            Py_DECREF(str);
+            if (err) goto done;
+        }
+    }
+    result = rc < 0 ? Py_NewRef(Py_None) : PyTuple_Pack(2, first, second);
+done:
+    if (fd >= 0) close(fd);
+    PyMem_RawFree(c);
+    Py_XDECREF(first);
+    Py_XDECREF(second);
+    return result;
+}
+
 /* ddmq_queue_dirs(root) -> None | ([queue, ...], [entry to judge, ...])
  * A root's entries, read with their types: a directory with a regular ddmq.yaml (a link
  * followed, as ddmq's check_dir does) and a real work/ directory is a queue; a file is
@@ -450,68 +568,11 @@ done:
 static PyObject *ddmq_queue_dirs(PyObject *self, PyObject *args) {
     PyObject *path_obj;
     if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path_obj)) return NULL;
-    PyObject *queues = PyList_New(0), *others = PyList_New(0), *result = NULL;
-    union { char bytes[32768]; unsigned long long align; } u;
-    int fd = -1, failed = 0;
-    if (queues == NULL || others == NULL) goto done;
-    Py_BEGIN_ALLOW_THREADS
-    fd = open(PyBytes_AS_STRING(path_obj), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    Py_END_ALLOW_THREADS
-    if (fd < 0) {
-        result = Py_NewRef(Py_None);  /* the caller's own listing says why */
-        goto done;
-    }
-    for (;;) {
-        long got;
-        Py_BEGIN_ALLOW_THREADS
-        got = syscall(SYS_getdents64, fd, u.bytes, sizeof(u.bytes));
-        Py_END_ALLOW_THREADS
-        if (got < 0) failed = 1;
-        if (got <= 0) break;
-        for (long off = 0; off < got;) {
-            struct dirent64_rec *e = (struct dirent64_rec *)(u.bytes + off);
-            if (e->d_reclen == 0 || off + e->d_reclen > got) {
-                failed = 1;
-                break;
-            }
-            off += e->d_reclen;
-            const char *name = e->d_name;
-            size_t len = strnlen(name, (size_t)e->d_reclen - offsetof(struct dirent64_rec, d_name));
-            if (name[0] == '.') continue;
-            unsigned char type = e->d_type;
-            if (type != DT_DIR && type != DT_LNK && type != DT_UNKNOWN) continue;  /* a file: no queue */
-            int queue = 0;
-            if (type == DT_DIR && len <= 255) {
-                char rel[300];
-                struct stat st;
-                memcpy(rel, name, len);
-                memcpy(rel + len, "/ddmq.yaml", sizeof("/ddmq.yaml"));
-                int ok = fstatat(fd, rel, &st, 0) == 0 && S_ISREG(st.st_mode);
-                memcpy(rel + len, "/work", sizeof("/work"));
-                queue = ok && fstatat(fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
-            }
-            PyObject *str = PyUnicode_DecodeFSDefaultAndSize(name, (Py_ssize_t)len);
-            if (str == NULL || PyList_Append(queue ? queues : others, str) < 0) {
-                Py_XDECREF(str);
-                failed = 2;
-                break;
-            }
-            Py_DECREF(str);
-        }
-        if (failed) break;
-    }
-    close(fd);
-    if (failed == 2) goto done;  /* a Python error is set */
-    result = failed ? Py_NewRef(Py_None) : PyTuple_Pack(2, queues, others);
-done:
-    Py_XDECREF(queues);
-    Py_XDECREF(others);
+    PyObject *result = judged_listing(path_obj, NULL, 0, PICK_QUEUE, PICK_OTHER, 0);
     Py_DECREF(path_obj);
     return result;
 }
-#endif
 
-#ifdef __linux__
 /* config_dirs(root, config) -> None | ([sub-directory, ...], [those holding config, ...])
  * Layout detection's look at a root: its non-dot sub-directories (not links to one), in
  * listing order, and which of them hold an entry named config (faccessat, by effective ids,
@@ -521,61 +582,13 @@ static PyObject *config_dirs(PyObject *self, PyObject *args) {
     const char *config;
     Py_ssize_t config_len;
     if (!PyArg_ParseTuple(args, "O&s#", PyUnicode_FSConverter, &path_obj, &config, &config_len)) return NULL;
-    PyObject *dirs = PyList_New(0), *with = PyList_New(0), *result = NULL;
-    union { char bytes[32768]; unsigned long long align; } u;
-    int fd = -1, failed = 0;
-    if (dirs == NULL || with == NULL) goto done;
-    if (config_len < 1 || config_len > 64 || memchr(config, '/', (size_t)config_len)) {
+    PyObject *result = NULL;
+    if (config_len < 1 || config_len > 64 || memchr(config, '/', (size_t)config_len) ||
+        memchr(config, '\0', (size_t)config_len)) {
         PyErr_SetString(PyExc_ValueError, "config must be a short file name");
-        goto done;
+    } else {
+        result = judged_listing(path_obj, config, (size_t)config_len, PICK_DIR, PICK_WITH_CONFIG, 1);
     }
-    fd = open(PyBytes_AS_STRING(path_obj), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
-    for (;;) {
-        long got = syscall(SYS_getdents64, fd, u.bytes, sizeof(u.bytes));
-        if (got < 0) failed = 1;
-        if (got <= 0) break;
-        for (long off = 0; off < got;) {
-            struct dirent64_rec *e = (struct dirent64_rec *)(u.bytes + off);
-            if (e->d_reclen == 0 || off + e->d_reclen > got) {
-                failed = 1;
-                break;
-            }
-            off += e->d_reclen;
-            const char *name = e->d_name;
-            size_t len = strnlen(name, (size_t)e->d_reclen - offsetof(struct dirent64_rec, d_name));
-            if (name[0] == '.' || len > 255) continue;
-            int is_dir = e->d_type == DT_DIR;
-            if (e->d_type == DT_UNKNOWN) {  /* a file system that does not say: ask (no link followed) */
-                struct stat st;
-                is_dir = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
-            }
-            if (!is_dir) continue;
-            char rel[340];
-            memcpy(rel, name, len);
-            rel[len] = '/';
-            memcpy(rel + len + 1, config, (size_t)config_len);
-            rel[len + 1 + config_len] = '\0';
-            int has = faccessat(fd, rel, F_OK, AT_EACCESS) == 0;
-            PyObject *str = PyUnicode_DecodeFSDefaultAndSize(name, (Py_ssize_t)len);
-            if (str == NULL || PyList_Append(dirs, str) < 0 || (has && PyList_Append(with, str) < 0)) {
-                Py_XDECREF(str);
-                failed = 2;
-                break;
-            }
-            Py_DECREF(str);
-        }
-        if (failed) break;
-    }
-    close(fd);
-    if (failed == 2) goto done;
-    result = failed ? Py_NewRef(Py_None) : PyTuple_Pack(2, dirs, with);
-done:
-    Py_XDECREF(dirs);
-    Py_XDECREF(with);
     Py_DECREF(path_obj);
     return result;
 }
