@@ -90,3 +90,25 @@ def sgr_of(ansi: str, text: str) -> list[str]:
         if text in m[2]:
             out.append(m[1])
     return out
+
+
+def refuse_reading(monkeypatch: Any, name: str) -> None:
+    """What a chmod 000 directory ``name`` does to its listings (the tests may run as root, for
+    whom the kernel ignores the bits): opening it to list it, or listing it by path, is refused."""
+    real_scandir, real_open = os.scandir, os.open
+
+    def refused(path: Any) -> bool:
+        return isinstance(path, (str, bytes, os.PathLike)) and os.fsdecode(path).rstrip("/").endswith(name)
+
+    def scandir(path: Any = ".") -> Any:
+        if refused(path):
+            raise PermissionError(13, "Permission denied", path)
+        return real_scandir(path)
+
+    def open_(path: Any, *args: Any, **kwargs: Any) -> int:
+        if refused(path) and kwargs.get("dir_fd") is None:
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "open", open_)

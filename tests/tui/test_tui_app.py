@@ -20,6 +20,7 @@ from qconsole.screens.dialogs import ConfirmScreen, TypedConfirmScreen  # noqa: 
 from qconsole.screens.message_list import MessageList  # noqa: E402
 from qconsole.screens.peek_screen import PeekScreen  # noqa: E402
 from qconsole.screens.queue_screen import QueueScreen  # noqa: E402
+from tui_helpers import refuse_reading  # noqa: E402
 from qconsole.screens.root_screen import RootScreen  # noqa: E402
 
 
@@ -104,14 +105,7 @@ async def test_root_screen_rows_sorted_cursor_first_and_filter(roots: tuple[str,
 
 async def test_unreadable_queue_shows_error_in_its_row(roots: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     _, vroot = roots
-    real = os.scandir
-
-    def scandir(path: Any = ".") -> Any:
-        if str(path).rstrip("/").endswith("ingest"):  # what a chmod 000 directory does (tests may run as root)
-            raise PermissionError(13, "Permission denied", path)
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    refuse_reading(monkeypatch, "ingest")  # what a chmod 000 directory does (tests may run as root)
     app = make_app([vroot])
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)

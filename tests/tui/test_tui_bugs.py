@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("textual")
 
 from qconsole.demo import FIXED_NOW, build_fixture  # noqa: E402
-from tui_helpers import make_app, open_queue, screen_ansi, screen_text, settle, sgr_of  # noqa: E402
+from tui_helpers import refuse_reading, make_app, open_queue, screen_ansi, screen_text, settle, sgr_of  # noqa: E402
 
 
 @pytest.fixture
@@ -212,14 +212,7 @@ async def test_peek_right_after_a_move_action_peeks_what_is_highlighted_not_the_
 async def test_scan_error_is_readable_and_not_in_the_backlog_column(roots: tuple[str, str],
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     _, vroot = roots
-    real = os.scandir
-
-    def scandir(path: Any = ".") -> Any:
-        if str(path).rstrip("/").endswith("ingest"):
-            raise PermissionError(13, "Permission denied", path)
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    refuse_reading(monkeypatch, "ingest")  # what a chmod 000 directory does (tests may run as root)
     app = make_app([vroot])
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)

@@ -22,6 +22,7 @@ pytest.importorskip("pytest_textual_snapshot")
 from qconsole.backends import open_target  # noqa: E402
 from qconsole.demo import FIXED_NOW, build_fixture  # noqa: E402
 from qconsole.screens.shots import settle  # noqa: E402  (the same wait the screenshot script uses)
+from tui_helpers import refuse_reading  # noqa: E402
 
 #: the path the pictures show (the header names the roots) ...
 SHOWN_BASE = "/tmp/qconsole-tui-snapshots"
@@ -166,15 +167,8 @@ def test_screen_16_colours(snap_compare: Any, name: str, monkeypatch: pytest.Mon
 
 
 def test_root_with_a_scan_error(snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = os.scandir
-
-    def scandir(path: Any = ".") -> Any:
-        if str(path).rstrip("/").endswith("ingest"):  # what a chmod 000 directory does
-            raise PermissionError(13, "Permission denied", path)
-        return real(path)
-
     app = make(colors=256)
-    monkeypatch.setattr(os, "scandir", scandir)
+    refuse_reading(monkeypatch, "ingest")  # what a chmod 000 directory does (tests may run as root)
     assert snap_compare(app, terminal_size=SIZE, run_before=keys("down"))
 
 

@@ -69,6 +69,14 @@ def test_unreadable_queue_dir_is_a_scan_error_not_a_crash(tmp_path, monkeypatch)
 
     monkeypatch.setattr(os, "scandir", refusing(os.scandir))  # typed listings
     monkeypatch.setattr(os, "listdir", refusing(os.listdir))  # names alone
+    real_open = os.open
+
+    def refusing_open(path, *args, **kwargs):  # a queue directory opened to be listed
+        if str(path).endswith("/bad"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing_open)
     # (Python's readers: the C one lists with its own calls; tests/cli/test_unreadable.py
     # takes a real permission away from the installed qconsole, C reader and all)
     monkeypatch.setattr(fs_listing, "plain_c", None)

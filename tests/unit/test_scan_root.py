@@ -248,3 +248,34 @@ def test_a_ddmq_root_counted_before_its_queues_are_looked_into_gives_what_the_ch
         "fifo-config: ddmq.yaml is no regular file (a directory, a FIFO, a link to a device or to nothing): "
         "not a queue, not counted"])
     assert [q.name for q in picked.queues] == ["q2", "q0"]
+
+
+@pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
+def test_a_queue_swapped_for_a_symlink_after_the_listing_is_not_followed_out_of_the_root(tmp_path, layout, count_path):
+    """Between the root's listing and a queue's count, a queue directory (or ddmq's work/) may
+    be swapped for a link to a directory outside the root: nothing there is counted, by either
+    reader, and the queue says why (found by the review of the C reader)."""
+    import time
+
+    from qconsole.backends.ddmq import layout as ddmq
+    from qconsole.backends.vsqs import layout as vsqs
+
+    outside = tmp_path / "outside"
+    (outside / "work").mkdir(parents=True)
+    (outside / "1700000000000000").write_text("x")
+    (outside / "9.17000000001.ddmqab").write_text("x")
+    (outside / "work" / "1700000000.9.17000000002.ddmqcd").write_text("x")
+    root = tmp_path / "root"
+    root.mkdir()
+    os.symlink(outside, root / "q")  # the whole queue
+    (root / "r").mkdir()  # ddmq: a real queue whose work/ is a link
+    (root / "r" / "ddmq.yaml").write_text("")
+    os.symlink(outside / "work", root / "r" / "work")
+    module = vsqs if layout == "vsqs" else ddmq
+    now = time.time()
+    names = ["q"] if layout == "vsqs" else ["q", "r"]
+    for scans in (module.count_many(str(root), names, now), [module.scan_queue(str(root), n, now) for n in names],
+                  [module.scan_queue(str(root), n, now, check_types=True) for n in names]):
+        for scan in scans:
+            assert scan.counts["ready"] == scan.counts["inflight"] == scan.counts["expired"] == 0, scan
+            assert any("a symlink, not followed" in e for e in scan.errors), scan.errors

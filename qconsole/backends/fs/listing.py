@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 from itertools import filterfalse, islice
@@ -75,15 +76,37 @@ _NAME = attrgetter("name")
 _IS_FILE = methodcaller("is_file", follow_symlinks=False)
 
 
-def listing(path: str) -> tuple[list[str], set[str]]:
+#: a queue directory (or ddmq's work/) is opened as itself: a symlink swapped in for it after the
+#: root was listed fails (ELOOP) rather than being followed out of the root
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_dir(path: str) -> int:
+    """A descriptor of the directory ``path`` itself; OSError(ELOOP) when it is a symlink (which
+    O_DIRECTORY|O_NOFOLLOW reports as ENOTDIR, as for a file)."""
+    try:
+        return os.open(path, _DIR_FLAGS)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path):
+            raise OSError(errno.ELOOP, "a symlink, not followed", path) from None
+        raise
+
+
+def listing(path: str | int) -> tuple[list[str], set[str]]:
     """Every name in one directory listing, and the set of those that are not regular files.
 
     The bulk form of :func:`list_entries` for counting: the per-entry work runs in C
     (map/filter over DirEntry objects), which is what keeps a 200k-message scan near
-    ``find``'s speed. The type comes from the directory entry (no stat); links are not followed.
+    ``find``'s speed. The type comes from the directory entry (no stat); links are not followed,
+    the directory's own last component included (``path`` may also be an open directory's fd).
     """
-    with os.scandir(path) as it:
-        entries = list(it)
+    fd = path if isinstance(path, int) else open_dir(path)
+    try:
+        with os.scandir(fd) as it:
+            entries = list(it)
+    finally:
+        if fd is not path:
+            os.close(fd)
     return list(map(_NAME, entries)), set(map(_NAME, filterfalse(_IS_FILE, entries)))
 
 
@@ -103,9 +126,13 @@ def names_only(path: str, subdirs: int = 0, nlink: int | None = None) -> tuple[l
     names here; :func:`listing` (``--check-types``, and every path that lists messages)
     flags them. ``nlink``: the directory's link count when the caller has just stat'ed it.
     """
-    if (os.stat(path).st_nlink if nlink is None else nlink) == 2 + subdirs:
-        return os.listdir(path), NO_IRREGULAR
-    return listing(path)
+    fd = open_dir(path)  # (as listing: the directory itself is no symlink)
+    try:
+        if (os.fstat(fd).st_nlink if nlink is None else nlink) == 2 + subdirs:
+            return os.listdir(fd), NO_IRREGULAR
+        return listing(fd)
+    finally:
+        os.close(fd)
 
 
 def listing_chunks(path: str, typed: bool, size: int | None = None,
@@ -116,7 +143,7 @@ def listing_chunks(path: str, typed: bool, size: int | None = None,
     descriptor, so no path string is built per entry."""
     full = size or STREAM_CHUNK
     size = first or full
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = open_dir(path)
     try:
         with os.scandir(fd) as it:
             while True:
