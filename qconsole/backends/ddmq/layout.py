@@ -143,6 +143,7 @@ def list_queue_names(root: str) -> tuple[list[str], list[str]]:
     finally:
         os.close(fd)
     names.sort()
+    errors.sort()  # (not the listing's order: the same lines in the same order wherever judged)
     return names, errors
 
 
@@ -192,6 +193,7 @@ def queue_candidates(root: str) -> tuple[list[str], list[str]] | None:
     finally:
         os.close(fd)
     names.sort()
+    errors.sort()  # (Root.scan sorts them again with the lines of the directories judged later)
     return names, errors
 
 

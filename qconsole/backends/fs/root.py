@@ -274,7 +274,8 @@ class FileBackend(Backend):
                 scans = scan_share(names)
         if unchecked and not all(s.layout for s in scans):  # sub-directories that are no queue
             keep = [i for i, s in enumerate(scans) if s.layout]
-            errors = errors + [e for s in scans if not s.layout for e in s.errors]
+            # in the order list_queue_names gives them (sorted), not the symlinks' lines first
+            errors = sorted(errors + [e for s in scans if not s.layout for e in s.errors])
             scans = [scans[i] for i in keep]
             per_queue = [per_queue[i] for i in keep] if per_queue is not None else None
         if each and per_queue is None:

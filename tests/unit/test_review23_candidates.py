@@ -1,0 +1,77 @@
+"""Review of the ddmq root counted before its queues are looked into (queue_candidates,
+count_many(unchecked=True)) and of the listings that open a queue directory O_NOFOLLOW."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from qconsole.backends import open_target as Root
+from qconsole.backends.ddmq import layout as ddmq
+from qconsole.backends.fs import listing
+
+QN = "1700000000123456"
+NOW = 1_750_000_000.25
+
+
+def _queue(path, ready=2):
+    (path / "work").mkdir(parents=True)
+    (path / "ddmq.yaml").write_text("")
+    for i in range(ready):
+        (path / f"999.{QN}{i}.ddmq{i:032x}").write_text("{}")
+
+
+def _odd_root(tmp_path):
+    """A ddmq root whose root-level lines come from both kinds of entries: symlinks (judged
+    where the root is listed) and directories that are no queue (judged where counted)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "ddmq.yaml").write_text("")
+    for name in ("q0", "q1", "q2"):
+        _queue(root / name)
+    os.symlink(root / "q0", root / "zz-linked-queue")  # a symlink's line sorts last
+    for name in ("a-fifo", "m-fifo", "c-fifo", "k-fifo"):
+        (root / name / "work").mkdir(parents=True)
+        os.mkfifo(root / name / "ddmq.yaml")
+    (root / "b-cfgdir" / "work").mkdir(parents=True)
+    (root / "b-cfgdir" / "ddmq.yaml").mkdir()
+    (root / "d-worklink" / "x").mkdir(parents=True)
+    (root / "d-worklink" / "ddmq.yaml").write_text("")
+    os.symlink("x", root / "d-worklink" / "work")
+    return str(root)
+
+
+def _need_c():
+    if listing.plain_c is None:
+        pytest.skip("the C reader is not built")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("check_types", [False, True])
+def test_root_lines_come_in_the_same_order_as_the_checked_listing_gives(tmp_path, monkeypatch, jobs, check_types):
+    """`check` names the first root line on its status line and `stats` prints them in order:
+    with the C reader the symlinks' lines came first, then the other directories' (sorted),
+    while the checked listing gave them in the directory's own (hash) order: the Nagios line
+    named another entry depending on which path counted the root."""
+    _need_c()
+    root = _odd_root(tmp_path)
+    deferred = Root(root).scan(now=NOW, jobs=jobs, check_types=check_types)
+    monkeypatch.setattr(ddmq, "queue_candidates", lambda root: None)
+    checked = Root(root).scan(now=NOW, jobs=jobs, check_types=check_types)
+    assert deferred.errors == checked.errors
+    assert deferred.errors == sorted(deferred.errors)  # the same on every machine, whatever the hash order
+    assert [q.name for q in deferred.queues] == [q.name for q in checked.queues] == ["q0", "q1", "q2"]
+
+
+def test_check_status_line_names_the_same_first_problem_either_way(tmp_path, monkeypatch):
+    _need_c()
+    from qconsole.fastpath import check_line
+
+    root = _odd_root(tmp_path)
+    monkeypatch.setattr("time.time", lambda: NOW)
+    deferred = check_line(root, "auto", None, {}, check_types=False, jobs=2)
+    monkeypatch.setattr(ddmq, "queue_candidates", lambda root: None)
+    checked = check_line(root, "auto", None, {}, check_types=False, jobs=2)
+    assert deferred == checked
+    assert deferred[1].startswith("QCONSOLE WARNING - root: a-fifo: ddmq.yaml is no regular file")
