@@ -829,6 +829,9 @@ def _messages(
     return out
 
 
+#: what the C reader takes (_plain.c): a queue of any size, parsed as it is listed (8 bytes an
+#: id held; more than 4M ids go the exact way, which streams them)
+PLAIN_C_BYTES = 1 << 62
 #: a queue directory (or work/) with at most this much directory data is counted the short
 #: way when plain (:func:`_count_plain`): a few hundred names
 SMALL_BYTES = 65_536
@@ -875,7 +878,7 @@ def count_many(root: str, names: list[str], now: float, *, check_types: bool = F
         scan = None
         if c_plain is not None:  # the same check and figures in C: no string per message
             # (a plain queue is a queue: C found its regular ddmq.yaml and real work/)
-            got = c_plain.ddmq_plain(qdir, SMALL_BYTES, MAX_DIGITS, MAX_UID, MAX_DEADLINE_DIGITS, int(now))
+            got = c_plain.ddmq_plain(qdir, PLAIN_C_BYTES, MAX_DIGITS, MAX_UID, MAX_DEADLINE_DIGITS, int(now))
             if got is not None:  # (ready by priority, ready, oldest, held by (priority, alive), nearest)
                 scan = QueueScan(name, DDMQ, now)
                 _fill(scan, *got)

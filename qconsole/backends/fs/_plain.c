@@ -29,52 +29,66 @@
 #define O_CLOEXEC 0
 #endif
 
-/* a listing of more names than this is no small queue: the exact path streams it */
-#define MAX_NAMES 100000
+#include <stdint.h>
+
+/* at most this many ids in one queue read here (a set of 8-byte hashes, 16 MB a million):
+ * a bigger queue is counted the exact way, which streams it */
+#define MAX_IDS 4194304
 
 typedef struct { const char *p; Py_ssize_t n; } span;
-
-typedef struct {
-    char *buf;          /* the names, each NUL-terminated */
-    size_t used, cap;
-    size_t *at;         /* where each name starts in buf */
-    Py_ssize_t count, atcap;
-} names_t;
-
-static void names_free(names_t *nm) {
-    free(nm->buf);
-    free(nm->at);
-    memset(nm, 0, sizeof(*nm));
-}
-
-/* one name into the arena; -1 when the listing is too long or memory runs out */
-static int add_name(names_t *nm, const char *name, size_t len) {
-    if (nm->count >= MAX_NAMES) return -1;
-    if (nm->used + len + 1 > nm->cap) {
-        size_t cap = nm->cap ? nm->cap * 2 : 8192;
-        while (cap < nm->used + len + 1) cap *= 2;
-        char *b = realloc(nm->buf, cap);
-        if (b == NULL) return -1;
-        nm->buf = b;
-        nm->cap = cap;
-    }
-    if (nm->count >= nm->atcap) {
-        Py_ssize_t cap = nm->atcap ? nm->atcap * 2 : 256;
-        size_t *a = realloc(nm->at, (size_t)cap * sizeof(size_t));
-        if (a == NULL) return -1;
-        nm->at = a;
-        nm->atcap = cap;
-    }
-    memcpy(nm->buf + nm->used, name, len);
-    nm->buf[nm->used + len] = '\0';
-    nm->at[nm->count++] = nm->used;
-    nm->used += len + 1;
-    return 0;
-}
 
 static int is_dot_or_dotdot(const char *name) {
     return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
 }
+
+/* ------------------------------------------------------------------ ids seen, by hash */
+/* An id seen twice (a consume or a copy during the listing) makes a queue unusual. Two
+ * different ids with one 64-bit hash do too: the exact path then counts it, so a collision
+ * costs time, never a wrong count. */
+typedef struct { uint64_t *slot; size_t cap, n; } idset;
+
+static uint64_t hash_bytes(const char *p, Py_ssize_t n) {
+    uint64_t h = 1469598103934665603ULL;  /* FNV-1a, then a final mix */
+    for (Py_ssize_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    h ^= h >> 31;
+    h *= 0x7fb5d329728ea185ULL;
+    h ^= h >> 27;
+    return h ? h : 1;  /* 0 marks an empty slot */
+}
+
+/* 1 when added, 0 when there already, -1 when full or out of memory */
+static int idset_add(idset *s, uint64_t h) {
+    if ((s->n + 1) * 2 > s->cap) {
+        if (s->n + 1 > MAX_IDS) return -1;
+        size_t cap = s->cap ? s->cap * 2 : 1024;
+        uint64_t *slot = calloc(cap, sizeof(uint64_t));
+        if (slot == NULL) return -1;
+        for (size_t i = 0; i < s->cap; i++) {
+            uint64_t v = s->slot[i];
+            if (!v) continue;
+            size_t j = (size_t)v & (cap - 1);
+            while (slot[j]) j = (j + 1) & (cap - 1);
+            slot[j] = v;
+        }
+        free(s->slot);
+        s->slot = slot;
+        s->cap = cap;
+    }
+    size_t j = (size_t)h & (s->cap - 1);
+    while (s->slot[j]) {
+        if (s->slot[j] == h) return 0;
+        j = (j + 1) & (s->cap - 1);
+    }
+    s->slot[j] = h;
+    s->n++;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ listing */
+/* each_name(fd, fn, ctx): fn(ctx, name) for every name of the directory open at fd but . and
+ * .., as the kernel hands them out, until fn returns nonzero. 0 at the end, 1 when fn
+ * stopped it, -1 on an error. Names are NUL-terminated (at most NAME_MAX bytes). fd stays open. */
+typedef int (*name_fn)(void *ctx, const char *name);
 
 #ifdef __linux__
 #include <sys/syscall.h>
@@ -88,35 +102,32 @@ struct dirent64_rec {
     char d_name[];
 };
 
-/* every name of the directory open at fd but . and ..; closes fd. 0, or -1 (error, too many).
- * getdents64 itself: readdir() would also fstat and fcntl the descriptor (fdopendir), two
- * system calls per directory that a root of thousands of queues pays thousands of times. */
-static int read_names(int fd, names_t *nm) {
+/* getdents64 itself: readdir() would also fstat and fcntl the descriptor (fdopendir), two
+ * system calls per directory that a root of thousands of queues pays thousands of times */
+static int each_name(int fd, name_fn fn, void *ctx) {
     union { char bytes[32768]; unsigned long long align; } u;  /* records are 8-byte aligned */
-    char *buf = u.bytes;
-    int rc = 0;
     for (;;) {
-        long got = syscall(SYS_getdents64, fd, buf, sizeof(u.bytes));
-        if (got < 0) { rc = -1; break; }
-        if (got == 0) break;
+        long got = syscall(SYS_getdents64, fd, u.bytes, sizeof(u.bytes));
+        if (got < 0) return -1;
+        if (got == 0) return 0;
         for (long off = 0; off < got;) {
-            struct dirent64_rec *e = (struct dirent64_rec *)(buf + off);
-            if (e->d_reclen == 0 || off + e->d_reclen > got) { rc = -1; break; }
+            struct dirent64_rec *e = (struct dirent64_rec *)(u.bytes + off);
+            if (e->d_reclen == 0 || off + e->d_reclen > got) return -1;
             off += e->d_reclen;
-            if (is_dot_or_dotdot(e->d_name)) continue;
             size_t room = (size_t)e->d_reclen - offsetof(struct dirent64_rec, d_name);
-            if (add_name(nm, e->d_name, strnlen(e->d_name, room)) != 0) { rc = -1; break; }
+            if (room == 0 || memchr(e->d_name, '\0', room) == NULL) return -1;  /* (never from a kernel) */
+            if (is_dot_or_dotdot(e->d_name)) continue;
+            if (fn(ctx, e->d_name)) return 1;
         }
-        if (rc) break;
     }
-    close(fd);
-    return rc;
 }
 #else
-static int read_names(int fd, names_t *nm) {
-    DIR *dir = fdopendir(fd);
+static int each_name(int fd, name_fn fn, void *ctx) {
+    int dup_fd = dup(fd);  /* closedir closes what fdopendir took */
+    if (dup_fd < 0) return -1;
+    DIR *dir = fdopendir(dup_fd);
     if (dir == NULL) {
-        close(fd);
+        close(dup_fd);
         return -1;
     }
     int rc = 0;
@@ -128,28 +139,30 @@ static int read_names(int fd, names_t *nm) {
             break;
         }
         if (is_dot_or_dotdot(e->d_name)) continue;
-        if (add_name(nm, e->d_name, strlen(e->d_name)) != 0) { rc = -1; break; }
+        if (fn(ctx, e->d_name)) {
+            rc = 1;
+            break;
+        }
     }
     closedir(dir);
     return rc;
 }
 #endif
 
-static inline const char *name_at(const names_t *nm, Py_ssize_t i) { return nm->buf + nm->at[i]; }
-
 /* the directory ``rel`` (relative to dir_fd, or a path when dir_fd is AT_FDCWD) opened without
- * following a link, if its link count is ``nlink`` and its size at most ``small``; else -1 */
-static int open_plain_dir(int dir_fd, const char *rel, nlink_t nlink, long long small) {
+ * following a link, if its link count is ``nlink`` and its size at most ``most``; else -1 */
+static int open_plain_dir(int dir_fd, const char *rel, nlink_t nlink, long long most) {
     int fd = openat(dir_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return -1;
     struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_nlink != nlink || (long long)st.st_size > small) {
+    if (fstat(fd, &st) != 0 || st.st_nlink != nlink || (long long)st.st_size > most) {
         close(fd);
         return -1;
     }
     return fd;
 }
 
+/* ------------------------------------------------------------------ name parts */
 /* 1 to ``most`` ASCII digits from s[*i], up to the byte ``end`` (or the name's end when end is 0) */
 static int digits(const char *s, Py_ssize_t *i, int most, char end, span *out) {
     Py_ssize_t start = *i, j = *i;
@@ -181,178 +194,198 @@ static int span_cmp(const span *a, const span *b) {
     return (a->n > b->n) - (a->n < b->n);
 }
 
-static int span_qsort_cmp(const void *a, const void *b) { return span_cmp(a, b); }
+/* a short run of digits kept (a priority, a queue number, an id: at most MAX_TEXT bytes) */
+#define MAX_TEXT 24
+typedef struct { char text[MAX_TEXT]; Py_ssize_t len; } text_t;
 
-/* 1 when no two spans are equal (sorts them) */
-static int all_distinct(span *ids, Py_ssize_t n) {
-    qsort(ids, (size_t)n, sizeof(span), span_qsort_cmp);
-    for (Py_ssize_t i = 1; i < n; i++)
-        if (span_cmp(&ids[i - 1], &ids[i]) == 0) return 0;
-    return 1;
+static span text_span(const text_t *t) { return (span){t->text, t->len}; }
+
+static void text_set(text_t *t, span s) {
+    memcpy(t->text, s.p, (size_t)s.n);
+    t->len = s.n;
 }
+
+/* ------------------------------------------------------------------ ddmq */
+/* a queue with more distinct priorities than this is counted the exact way */
+#define MAX_PRIOS 64
+
+typedef struct { text_t prio; int alive; Py_ssize_t n; } prio_count;
+
+typedef struct {
+    int max_digits, max_uid, max_deadline;
+    long long cutoff;
+    int plain;
+    int seen[4];                   /* ddmq's own files, each listed once */
+    prio_count ready[MAX_PRIOS];   /* ready messages by priority */
+    int n_prios;
+    Py_ssize_t n_ready;
+    text_t least;                  /* the least time-based queue number of a ready message */
+    prio_count held[2 * MAX_PRIOS];  /* consumed ones by (priority, in flight?) */
+    int n_held_keys;
+    long long nearest;             /* the nearest deadline still in flight */
+    int have_nearest;
+    idset ids;
+} ddmq_acc;
 
 static int is_queue_file(const char *s) {
     return strcmp(s, "ddmq.yaml") == 0 || strcmp(s, "ddmq.yaml.intermediate") == 0 ||
            strcmp(s, "ddmq.yaml.example") == 0 || strcmp(s, "work") == 0;
 }
 
-typedef struct { span prio, qn, uid; } waiting_t;
-typedef struct { long long deadline; span prio, uid; } held_t;
-
-/* a dict {key: n} counted over spans, consecutive equal spans sharing one key object */
-static int tally_add(PyObject *tally, PyObject *key) {
-    PyObject *old = PyDict_GetItemWithError(tally, key);
-    if (old == NULL && PyErr_Occurred()) return -1;
-    PyObject *n = PyLong_FromSsize_t(old ? PyLong_AsSsize_t(old) + 1 : 1);
-    if (n == NULL) return -1;
-    int rc = PyDict_SetItem(tally, key, n);
-    Py_DECREF(n);
-    return rc;
+/* the count of ``prio`` (with ``alive``) among ``table``'s ``*n`` entries, added when new; NULL when full */
+static prio_count *prio_slot(prio_count *table, int *n, int most, span prio, int alive) {
+    for (int i = 0; i < *n; i++) {
+        span have = text_span(&table[i].prio);
+        if (table[i].alive == alive && span_cmp(&have, &prio) == 0) return &table[i];
+    }
+    if (*n >= most) return NULL;
+    prio_count *slot = &table[(*n)++];
+    text_set(&slot->prio, prio);
+    slot->alive = alive;
+    slot->n = 0;
+    return slot;
 }
 
-/* ddmq_plain(qdir, small, max_digits, max_uid, max_deadline_digits, cutoff) ->
+/* one name of the queue directory; nonzero stops the listing (the queue is not plain) */
+static int ddmq_waiting(void *ctx, const char *s) {
+    ddmq_acc *a = ctx;
+    if (is_queue_file(s)) {
+        int k = s[0] == 'w' ? 3 : strcmp(s, "ddmq.yaml") == 0 ? 0 : s[10] == 'i' ? 1 : 2;
+        if (a->seen[k]++) a->plain = 0;  /* a name listed twice */
+        return !a->plain;
+    }
+    Py_ssize_t at = 0;
+    span prio, qn, uid;
+    prio_count *slot;
+    if (!digits(s, &at, a->max_digits, '.', &prio) || !digits(s, &at, a->max_digits, '.', &qn) ||
+        !ddmq_tail(s, at, a->max_uid, &uid) || idset_add(&a->ids, hash_bytes(uid.p, uid.n)) != 1 ||
+        (slot = prio_slot(a->ready, &a->n_prios, MAX_PRIOS, prio, 1)) == NULL) {
+        a->plain = 0;
+        return 1;
+    }
+    slot->n++;
+    a->n_ready++;
+    /* the oldest time-based queue number: 10 digits of seconds and more (shorter ones are no
+     * times), the least in text order */
+    if (qn.n >= 10) {
+        span least = text_span(&a->least);
+        if (a->least.len == 0 || span_cmp(&qn, &least) < 0) text_set(&a->least, qn);
+    }
+    return 0;
+}
+
+/* one name of work/ */
+static int ddmq_work(void *ctx, const char *s) {
+    ddmq_acc *a = ctx;
+    Py_ssize_t at = 0;
+    span dl, prio, qn, uid;
+    if (!digits(s, &at, a->max_deadline, '.', &dl) || !digits(s, &at, a->max_digits, '.', &prio) ||
+        !digits(s, &at, a->max_digits, '.', &qn) || !ddmq_tail(s, at, a->max_uid, &uid) ||
+        idset_add(&a->ids, hash_bytes(uid.p, uid.n)) != 1) {
+        a->plain = 0;
+        return 1;
+    }
+    long long deadline = 0;  /* at most max_deadline (<= 18) digits: no overflow */
+    for (Py_ssize_t k = 0; k < dl.n; k++) deadline = deadline * 10 + (dl.p[k] - '0');
+    int alive = a->cutoff <= deadline;  /* ddmq's clean(): expired when int(deadline) < int(now) */
+    prio_count *slot = prio_slot(a->held, &a->n_held_keys, 2 * MAX_PRIOS, prio, alive);
+    if (slot == NULL) {
+        a->plain = 0;
+        return 1;
+    }
+    slot->n++;
+    if (alive && (!a->have_nearest || deadline < a->nearest)) {
+        a->nearest = deadline;
+        a->have_nearest = 1;
+    }
+    return 0;
+}
+
+/* ddmq_plain(qdir, max_size, max_digits, max_uid, max_deadline_digits, cutoff) ->
  *   None | ({priority: ready}, ready, oldest queue number or None,
  *           {(priority, in flight?): held}, nearest future deadline or None)
  * A held message is in flight while cutoff (int(now)) <= its deadline (ddmq's clean()).
  * The queue directory is listed first, then work/ (a consume in between shows a message in
- * both: an id twice, so None), as the exact path lists them. */
+ * both: an id twice, so None), as the exact path lists them. Parsed as the kernel hands the
+ * names out: a queue of a million messages is read in a few MB. */
 static PyObject *ddmq_plain(PyObject *self, PyObject *args) {
     PyObject *path_obj;
-    long long small;
+    long long most;
     int max_digits, max_uid, max_deadline;
     long long cutoff;
-    if (!PyArg_ParseTuple(args, "O&LiiiL", PyUnicode_FSConverter, &path_obj, &small, &max_digits, &max_uid,
+    if (!PyArg_ParseTuple(args, "O&LiiiL", PyUnicode_FSConverter, &path_obj, &most, &max_digits, &max_uid,
                           &max_deadline, &cutoff))
         return NULL;
-    if (max_deadline < 1 || max_deadline > 18) {
+    if (max_deadline < 1 || max_deadline > 18 || max_digits < 1 || max_digits >= MAX_TEXT || max_uid < 1) {
         Py_DECREF(path_obj);
-        PyErr_SetString(PyExc_ValueError, "max_deadline_digits must be 1 to 18");
+        PyErr_SetString(PyExc_ValueError, "max_deadline_digits must be 1 to 18, max_digits 1 to 23");
         return NULL;
     }
-    names_t q = {0}, w = {0};
-    waiting_t *wt = NULL;
-    held_t *ht = NULL;
-    span *ids = NULL;
+    ddmq_acc *a = calloc(1, sizeof(ddmq_acc));
+    if (a == NULL) {
+        Py_DECREF(path_obj);
+        return PyErr_NoMemory();
+    }
+    a->max_digits = max_digits;
+    a->max_uid = max_uid;
+    a->max_deadline = max_deadline;
+    a->cutoff = cutoff;
     PyObject *result = NULL, *tally = NULL, *held = NULL, *oldest = NULL;
-    int plain = 0;
-    Py_ssize_t nw = 0, nh = 0;
-    int seen[4] = {0, 0, 0, 0};
 
     Py_BEGIN_ALLOW_THREADS
-    int qfd = open_plain_dir(AT_FDCWD, PyBytes_AS_STRING(path_obj), 3, small);
-    int wfd = qfd >= 0 ? open_plain_dir(qfd, "work", 2, small) : -1;
+    int qfd = open_plain_dir(AT_FDCWD, PyBytes_AS_STRING(path_obj), 3, most);
+    int wfd = qfd >= 0 ? open_plain_dir(qfd, "work", 2, most) : -1;
     /* a queue is ddmq's (check_dir) with a regular ddmq.yaml, links followed as ddmq does */
     struct stat cst;
     if (wfd >= 0 && fstatat(qfd, "ddmq.yaml", &cst, 0) == 0 && S_ISREG(cst.st_mode)) {
         /* both opened first, listed in this order: the queue, then work/ */
-        int listed = read_names(qfd, &q);
-        qfd = -1;
-        if (listed == 0) {
-            if (read_names(wfd, &w) == 0) plain = 1;  /* (closes wfd) */
-        } else {
-            close(wfd);  /* not listed: still open */
-        }
-        wfd = -1;
+        a->plain = 1;
+        if (each_name(qfd, ddmq_waiting, a) != 0 || !a->plain || each_name(wfd, ddmq_work, a) != 0) a->plain = 0;
     }
     if (qfd >= 0) close(qfd);
     if (wfd >= 0) close(wfd);
-    if (plain) {
-        wt = malloc(sizeof(waiting_t) * (size_t)(q.count ? q.count : 1));
-        ht = malloc(sizeof(held_t) * (size_t)(w.count ? w.count : 1));
-        ids = malloc(sizeof(span) * (size_t)(q.count + w.count ? q.count + w.count : 1));
-        if (wt == NULL || ht == NULL || ids == NULL) plain = 0;
-    }
-    for (Py_ssize_t i = 0; plain && i < q.count; i++) {
-        const char *s = name_at(&q, i);
-        if (is_queue_file(s)) {
-            int k = s[0] == 'w' ? 3 : strcmp(s, "ddmq.yaml") == 0 ? 0 : s[10] == 'i' ? 1 : 2;
-            if (seen[k]++) plain = 0;  /* a name listed twice */
-            continue;
-        }
-        Py_ssize_t at = 0;
-        waiting_t *m = &wt[nw];
-        if (!digits(s, &at, max_digits, '.', &m->prio) || !digits(s, &at, max_digits, '.', &m->qn) ||
-            !ddmq_tail(s, at, max_uid, &m->uid)) {
-            plain = 0;
-            break;
-        }
-        ids[nw++] = m->uid;
-    }
-    for (Py_ssize_t i = 0; plain && i < w.count; i++) {
-        const char *s = name_at(&w, i);
-        Py_ssize_t at = 0;
-        held_t *h = &ht[nh];
-        span qn, dl;
-        if (!digits(s, &at, max_deadline, '.', &dl) || !digits(s, &at, max_digits, '.', &h->prio) ||
-            !digits(s, &at, max_digits, '.', &qn) || !ddmq_tail(s, at, max_uid, &h->uid)) {
-            plain = 0;
-            break;
-        }
-        h->deadline = 0;  /* at most 11 digits (max_deadline, checked below): no overflow */
-        for (Py_ssize_t k = 0; k < dl.n; k++) h->deadline = h->deadline * 10 + (dl.p[k] - '0');
-        ids[nw + nh++] = h->uid;
-    }
-    if (plain && !all_distinct(ids, nw + nh)) plain = 0;
     Py_END_ALLOW_THREADS
 
-    if (!plain) {
+    if (!a->plain) {
         result = Py_NewRef(Py_None);
         goto done;
     }
     tally = PyDict_New();
     held = PyDict_New();
     if (tally == NULL || held == NULL) goto done;
-    PyObject *key = NULL;
-    span last = {NULL, 0}, least = {NULL, 0};
-    for (Py_ssize_t i = 0; i < nw; i++) {
-        if (key == NULL || span_cmp(&last, &wt[i].prio) != 0) {
-            Py_XDECREF(key);
-            key = PyUnicode_DecodeASCII(wt[i].prio.p, wt[i].prio.n, NULL);
-            if (key == NULL) goto done;
-            last = wt[i].prio;
-        }
-        if (tally_add(tally, key) < 0) {
-            Py_DECREF(key);
-            goto done;
-        }
-        /* the oldest time-based queue number: 10 digits of seconds and more (shorter ones are
-         * no times), the least in text order */
-        if (wt[i].qn.n >= 10 && (least.p == NULL || span_cmp(&wt[i].qn, &least) < 0)) least = wt[i].qn;
+    for (int i = 0; i < a->n_prios; i++) {
+        PyObject *key = PyUnicode_DecodeASCII(a->ready[i].prio.text, a->ready[i].prio.len, NULL);
+        PyObject *n = key ? PyLong_FromSsize_t(a->ready[i].n) : NULL;
+        int rc = n ? PyDict_SetItem(tally, key, n) : -1;
+        Py_XDECREF(key);
+        Py_XDECREF(n);
+        if (rc < 0) goto done;
     }
-    Py_XDECREF(key);
-    oldest = least.p ? PyUnicode_DecodeASCII(least.p, least.n, NULL) : Py_NewRef(Py_None);
+    for (int i = 0; i < a->n_held_keys; i++) {
+        PyObject *key = Py_BuildValue("(s#O)", a->held[i].prio.text, a->held[i].prio.len,
+                                      a->held[i].alive ? Py_True : Py_False);
+        PyObject *n = key ? PyLong_FromSsize_t(a->held[i].n) : NULL;
+        int rc = n ? PyDict_SetItem(held, key, n) : -1;
+        Py_XDECREF(key);
+        Py_XDECREF(n);
+        if (rc < 0) goto done;
+    }
+    oldest = a->least.len ? PyUnicode_DecodeASCII(a->least.text, a->least.len, NULL) : Py_NewRef(Py_None);
     if (oldest == NULL) goto done;
-    int have_nearest = 0;
-    long long nearest = 0;
-    for (Py_ssize_t i = 0; i < nh; i++) {
-        int alive = cutoff <= ht[i].deadline;
-        if (alive && (!have_nearest || ht[i].deadline < nearest)) {
-            nearest = ht[i].deadline;
-            have_nearest = 1;
-        }
-        PyObject *k = Py_BuildValue("(s#O)", ht[i].prio.p, ht[i].prio.n, alive ? Py_True : Py_False);
-        if (k == NULL || tally_add(held, k) < 0) {
-            Py_XDECREF(k);
-            goto done;
-        }
-        Py_DECREF(k);
-    }
-    PyObject *near = have_nearest ? PyFloat_FromDouble((double)nearest) : Py_NewRef(Py_None);
+    PyObject *near = a->have_nearest ? PyFloat_FromDouble((double)a->nearest) : Py_NewRef(Py_None);
     if (near == NULL) goto done;
-    result = Py_BuildValue("(OnOON)", tally, nw, oldest, held, near);
+    result = Py_BuildValue("(OnOON)", tally, a->n_ready, oldest, held, near);
 done:
     Py_XDECREF(tally);
     Py_XDECREF(held);
     Py_XDECREF(oldest);
-    free(wt);
-    free(ht);
-    free(ids);
-    names_free(&q);
-    names_free(&w);
+    free(a->ids.slot);
+    free(a);
     Py_DECREF(path_obj);
     return result;
 }
 
+/* ------------------------------------------------------------------ VSQS */
 /* w ASCII digits at s, no leading zero unless w is 1 (vsqs names are str(int(...))) */
 static int canonical(const char *s, Py_ssize_t w) {
     if (w > 1 && s[0] == '0') return 0;
@@ -361,82 +394,115 @@ static int canonical(const char *s, Py_ssize_t w) {
     return 1;
 }
 
-/* vsqs_plain(qdir, small, max_digits) ->
- *   None | (ready, least ready id or None, writing, [deadline, ...], id width)
+/* the divisor of a vsqs number of w digits into seconds (timeunits.vsqs_divisor) */
+static double vsqs_divisor(Py_ssize_t w) {
+    return w >= 18 ? 1e9 : w >= 15 ? 1e6 : w >= 12 ? 1e3 : 1.0;
+}
+
+typedef struct {
+    int max_digits;
+    double now;
+    int plain;
+    Py_ssize_t width;              /* of every id and deadline: the first name's */
+    unsigned long long cutoff;     /* a deadline at most this has expired (vsqs: deadline <= now) */
+    Py_ssize_t n_ready, n_new, n_inflight, n_expired;
+    text_t least;                  /* the least ready id */
+    unsigned long long nearest;    /* the nearest deadline in flight */
+    int have_nearest;
+    idset ids;
+} vsqs_acc;
+
+/* one name; nonzero stops the listing (the queue is not plain) */
+static int vsqs_name(void *ctx, const char *s) {
+    vsqs_acc *a = ctx;
+    Py_ssize_t run = 0;
+    while (s[run] >= '0' && s[run] <= '9') run++;
+    if (a->width == 0) {  /* the first name sets the width, and with it the clock's unit */
+        /* (19 digits at most: a deadline is then a 64-bit number) */
+        if (run < 1 || run > a->max_digits || run > 19) {
+            a->plain = 0;
+            return 1;
+        }
+        a->width = run;
+        double units = a->now * vsqs_divisor(run);  /* as Python's int(now * divisor) */
+        a->cutoff = units > 0 ? (unsigned long long)(long long)units : 0;
+    }
+    Py_ssize_t w = a->width;
+    if (run != w || !canonical(s, w) || idset_add(&a->ids, hash_bytes(s, w)) != 1) {
+        a->plain = 0;
+        return 1;
+    }
+    if (s[w] == '\0') {
+        span id = {s, w}, least = text_span(&a->least);
+        if (a->least.len == 0 || span_cmp(&id, &least) < 0) text_set(&a->least, id);
+        a->n_ready++;
+    } else if (strcmp(s + w, ".new") == 0) {
+        a->n_new++;
+    } else if (s[w] == '.' && canonical(s + w + 1, w) && s[2 * w + 1] == '\0') {
+        /* (canonical stops at the name's NUL: no byte past it is read) */
+        unsigned long long deadline = 0;
+        for (Py_ssize_t k = w + 1; k < 2 * w + 1; k++) deadline = deadline * 10 + (unsigned long long)(s[k] - '0');
+        if (deadline <= a->cutoff) {
+            a->n_expired++;
+        } else {
+            a->n_inflight++;
+            if (!a->have_nearest || deadline < a->nearest) {
+                a->nearest = deadline;
+                a->have_nearest = 1;
+            }
+        }
+    } else {
+        a->plain = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* vsqs_plain(qdir, max_size, max_digits, now) ->
+ *   None | (ready, least ready id or None, writing, in flight, expired, nearest deadline in
+ *           seconds or None, id width)
  * Plain: no sub-directory, every name a ready id, ``id.new`` or ``id.deadline``, every
- * number canonical and of one width, at least one ready id (or no name at all: width 0),
- * no id twice. */
+ * number canonical and of one width (at most 19 digits), at least one ready id (or no name at
+ * all: width 0), no id twice. A deadline has expired when it is at most int(now * divisor),
+ * each in the unit its width tells (layout.is_expired). */
 static PyObject *vsqs_plain(PyObject *self, PyObject *args) {
     PyObject *path_obj;
-    long long small;
+    long long most;
     int max_digits;
-    if (!PyArg_ParseTuple(args, "O&Li", PyUnicode_FSConverter, &path_obj, &small, &max_digits)) return NULL;
-    names_t q = {0};
-    span *ids = NULL, *dls = NULL;
-    PyObject *result = NULL, *held = NULL, *least_obj = NULL;
-    int plain = 0;
-    Py_ssize_t width = 0, n_ready = 0, n_new = 0, n_held = 0;
-    span least = {NULL, 0};
+    double now;
+    if (!PyArg_ParseTuple(args, "O&Lid", PyUnicode_FSConverter, &path_obj, &most, &max_digits, &now)) return NULL;
+    vsqs_acc *a = calloc(1, sizeof(vsqs_acc));
+    if (a == NULL) {
+        Py_DECREF(path_obj);
+        return PyErr_NoMemory();
+    }
+    a->max_digits = max_digits < MAX_TEXT - 1 ? max_digits : MAX_TEXT - 1;
+    a->now = now;
+    PyObject *result = NULL, *least = NULL, *nearest = NULL;
 
     Py_BEGIN_ALLOW_THREADS
-    int fd = open_plain_dir(AT_FDCWD, PyBytes_AS_STRING(path_obj), 2, small);
-    if (fd >= 0 && read_names(fd, &q) == 0) plain = 1;
-    if (plain && q.count) {
-        ids = malloc(sizeof(span) * (size_t)q.count);
-        dls = malloc(sizeof(span) * (size_t)q.count);
-        if (ids == NULL || dls == NULL) plain = 0;
-        /* the width: the shortest name, which must be a ready id */
-        Py_ssize_t shortest = -1;
-        for (Py_ssize_t i = 0; plain && i < q.count; i++) {
-            Py_ssize_t len = (Py_ssize_t)strlen(name_at(&q, i));
-            if (shortest < 0 || len < shortest) shortest = len;
-        }
-        width = shortest;
-        if (width < 1 || width > max_digits) plain = 0;
+    int fd = open_plain_dir(AT_FDCWD, PyBytes_AS_STRING(path_obj), 2, most);
+    if (fd >= 0) {
+        a->plain = 1;
+        if (each_name(fd, vsqs_name, a) != 0) a->plain = 0;
+        close(fd);
     }
-    for (Py_ssize_t i = 0; plain && i < q.count; i++) {
-        const char *s = name_at(&q, i);
-        Py_ssize_t len = (Py_ssize_t)strlen(s);
-        if (!canonical(s, width)) {
-            plain = 0;
-        } else if (len == width) {
-            span id = {s, width};
-            ids[n_ready + n_new + n_held] = id;
-            n_ready++;
-            if (least.p == NULL || span_cmp(&id, &least) < 0) least = id;
-        } else if (len == width + 4 && strcmp(s + width, ".new") == 0) {
-            ids[n_ready + n_new + n_held] = (span){s, width};
-            n_new++;
-        } else if (len == 2 * width + 1 && s[width] == '.' && canonical(s + width + 1, width)) {
-            ids[n_ready + n_new + n_held] = (span){s, width};
-            dls[n_held++] = (span){s + width + 1, width};
-        } else {
-            plain = 0;
-        }
-    }
-    if (plain && q.count && (n_ready == 0 || !all_distinct(ids, q.count))) plain = 0;
+    if (a->plain && a->width && a->n_ready == 0) a->plain = 0;  /* (the exact path's unit comes from a ready id) */
     Py_END_ALLOW_THREADS
 
-    if (!plain) {
+    if (!a->plain) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    held = PyList_New(n_held);
-    if (held == NULL) goto done;
-    for (Py_ssize_t i = 0; i < n_held; i++) {
-        PyObject *d = PyUnicode_DecodeASCII(dls[i].p, dls[i].n, NULL);
-        if (d == NULL) goto done;
-        PyList_SET_ITEM(held, i, d);
-    }
-    least_obj = least.p ? PyUnicode_DecodeASCII(least.p, least.n, NULL) : Py_NewRef(Py_None);
-    if (least_obj == NULL) goto done;
-    result = Py_BuildValue("(nOnOn)", n_ready, least_obj, n_new, held, width);
+    least = a->least.len ? PyUnicode_DecodeASCII(a->least.text, a->least.len, NULL) : Py_NewRef(Py_None);
+    nearest = a->have_nearest ? PyFloat_FromDouble((double)a->nearest / vsqs_divisor(a->width)) : Py_NewRef(Py_None);
+    if (least == NULL || nearest == NULL) goto done;
+    result = Py_BuildValue("(nOnnnOn)", a->n_ready, least, a->n_new, a->n_inflight, a->n_expired, nearest, a->width);
 done:
-    Py_XDECREF(held);
-    Py_XDECREF(least_obj);
-    free(ids);
-    free(dls);
-    names_free(&q);
+    Py_XDECREF(least);
+    Py_XDECREF(nearest);
+    free(a->ids.slot);
+    free(a);
     Py_DECREF(path_obj);
     return result;
 }

@@ -430,6 +430,9 @@ def _set_unit(scan: QueueScan, widths: set[int]) -> None:
             )
 
 
+#: what the C reader takes (_plain.c): a queue of any size; it holds 8 bytes an id (a queue of
+#: more than 4M ids goes the exact way, which streams it)
+PLAIN_C_BYTES = 1 << 62
 #: a queue directory up to this size (some 1,500 VSQS names on ext4) is tried the short way
 #: first: its fixed costs are what count there, and listing it again the exact way (when it
 #: holds anything unusual) costs little
@@ -456,8 +459,8 @@ def count_many(root: str, names: list[str], now: float, *, check_types: bool = F
     for name in names:
         qdir = join(root, name)
         scan = None
-        if c_plain is not None:  # the same check and figures in C: no string per message
-            got = c_plain.vsqs_plain(qdir, SMALL_BYTES, MAX_DIGITS)
+        if c_plain is not None:  # the same check and figures in C, any size: no string per message
+            got = c_plain.vsqs_plain(qdir, PLAIN_C_BYTES, MAX_DIGITS, now)
             scan = got and _plain_scan(name, got, now)
         else:
             try:
@@ -470,20 +473,21 @@ def count_many(root: str, names: list[str], now: float, *, check_types: bool = F
     return out
 
 
-def _plain_scan(name: str, got: tuple[int, str | None, int, list[str], int], now: float) -> QueueScan:
-    """A QueueScan from what _plain.vsqs_plain read: (ready, least ready id, writing, the held
-    ones' deadlines, id width), as :func:`_count_plain` fills it."""
-    n_ready, least, n_new, held, width = got
+def _plain_scan(name: str, got: tuple[int, str | None, int, int, int, float | None, int], now: float) -> QueueScan:
+    """A QueueScan from what _plain.vsqs_plain read: (ready, least ready id, writing, in flight,
+    expired, nearest deadline in s, id width), as :func:`_count_plain` fills it."""
+    n_ready, least, n_new, n_inflight, n_expired, nearest, width = got
     scan = QueueScan(name, VSQS, now)
     if not width:  # an empty queue
         return scan
     counts = scan.counts
     counts[READY] = n_ready
     counts[WRITING] = n_new
+    counts[INFLIGHT] = n_inflight
+    counts[EXPIRED] = n_expired
     unit = scan.id_unit = vsqs_divisor(least)  # (a plain listing has a ready id)
     scan.oldest_ready_created = int(least) / unit
-    if held:
-        counts[INFLIGHT], counts[EXPIRED], scan.next_deadline = _held_counts(held, now)
+    scan.next_deadline = nearest
     return scan
 
 
