@@ -75,3 +75,36 @@ def test_check_status_line_names_the_same_first_problem_either_way(tmp_path, mon
     checked = check_line(root, "auto", None, {}, check_types=False, jobs=2)
     assert deferred == checked
     assert deferred[1].startswith("QCONSOLE WARNING - root: a-fifo: ddmq.yaml is no regular file")
+
+
+def test_sizing_a_root_for_the_pool_follows_no_work_symlink_out_of_it(tmp_path, monkeypatch):
+    """With the C reader the root's sub-directories reach the pool's sizing (parallel.arrange:
+    a stat of each queue's directory and work/) before they are judged: a directory whose work/
+    is a symlink had that link followed out of the root (a stat of wherever it points: a dead
+    NFS mount hangs there), which the checked listing never did. It is still left out, with its
+    line, and nothing behind a link is looked up."""
+    _need_c()
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "ddmq.yaml").write_text("")
+    for name in ("q0", "q1"):
+        _queue(root / name)
+    outside = tmp_path / "outside"
+    _queue(outside)
+    (root / "linked-work").mkdir()
+    (root / "linked-work" / "ddmq.yaml").write_text("")
+    os.symlink(outside / "work", root / "linked-work" / "work")
+    followed: list[str] = []
+    real_stat = os.stat
+
+    def stat(path, *args, dir_fd=None, follow_symlinks=True):
+        if follow_symlinks and isinstance(path, str) and os.path.basename(path) == "work":
+            if os.path.islink(path if dir_fd is None else os.path.join(f"/proc/self/fd/{dir_fd}", path)):
+                followed.append(path)
+        return real_stat(path, *args, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+
+    monkeypatch.setattr(os, "stat", stat)
+    scan = Root(str(root)).scan(now=NOW, jobs=2)
+    assert followed == []
+    assert [q.name for q in scan.queues] == ["q0", "q1"]
+    assert scan.errors == ["linked-work: work/ is a symlink, not followed"]
