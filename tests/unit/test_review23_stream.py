@@ -79,6 +79,19 @@ def test_vsqs_ids_past_two_to_the_63(c_module, tmp_path, monkeypatch):
     assert with_c == exact == streamed
 
 
+@pytest.mark.parametrize("now", [9_300_000_000.25, 2e19, -5.0, -0.5, 0.0])
+def test_vsqs_expiry_with_a_clock_at_the_ends_of_the_range(c_module, tmp_path, monkeypatch, now):
+    """A clock past 2262 (int(now * 1e9) > 2^63) had the reader cast a double out of long long's
+    range (undefined; on x86-64 the cutoff became 2^63), so deadlines between 2^63 and now counted
+    as in flight where the exact path says expired; a clock before 1970 had int(now) < 0 taken as
+    0, so a deadline of 0 counted as expired where the exact path says in flight."""
+    _touch(tmp_path / "ns", ["9300000000000000000", "9250000000000000000.9250000000000000000",
+                             "9250000000000000001.9299999999999999999", "9250000000000000002.9300000000250000001"])
+    _touch(tmp_path / "s", ["3", "4.0", "5.7"])
+    with_c, exact, _ = _ways(vsqs, tmp_path, ["ns", "s"], now, monkeypatch)
+    assert with_c == exact
+
+
 # -- ddmq: boundaries and the reader's small tables --------------------------------------------
 
 def _ddmq_queue(root, name, waiting, work):

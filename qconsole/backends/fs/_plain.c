@@ -405,6 +405,7 @@ typedef struct {
     int plain;
     Py_ssize_t width;              /* of every id and deadline: the first name's */
     unsigned long long cutoff;     /* a deadline at most this has expired (vsqs: deadline <= now) */
+    int none_expired;              /* int(now * divisor) < 0 (a clock before 1970): no deadline has */
     Py_ssize_t n_ready, n_new, n_inflight, n_expired;
     text_t least;                  /* the least ready id */
     unsigned long long nearest;    /* the nearest deadline in flight */
@@ -425,7 +426,10 @@ static int vsqs_name(void *ctx, const char *s) {
         }
         a->width = run;
         double units = a->now * vsqs_divisor(run);  /* as Python's int(now * divisor) */
-        a->cutoff = units > 0 ? (unsigned long long)(long long)units : 0;
+        /* (a double is cast only within unsigned long long's range: past 2^64, every deadline of
+         * at most 19 digits is at most int(units); below -1, int(units) < 0 <= every deadline) */
+        a->none_expired = !(units > -1.0);
+        a->cutoff = units >= 18446744073709551616.0 ? ~0ULL : units > 0 ? (unsigned long long)units : 0;
     }
     Py_ssize_t w = a->width;
     if (run != w || !canonical(s, w) || idset_add(&a->ids, hash_bytes(s, w)) != 1) {
@@ -442,7 +446,7 @@ static int vsqs_name(void *ctx, const char *s) {
         /* (canonical stops at the name's NUL: no byte past it is read) */
         unsigned long long deadline = 0;
         for (Py_ssize_t k = w + 1; k < 2 * w + 1; k++) deadline = deadline * 10 + (unsigned long long)(s[k] - '0');
-        if (deadline <= a->cutoff) {
+        if (!a->none_expired && deadline <= a->cutoff) {
             a->n_expired++;
         } else {
             a->n_inflight++;
