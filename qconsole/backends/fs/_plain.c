@@ -42,10 +42,11 @@ static int is_dot_or_dotdot(const char *name) {
 }
 
 /* ------------------------------------------------------------------ ids seen, by hash */
-/* An id seen twice (a consume or a copy during the listing) makes a queue unusual. Two
+/* ddmq: an id seen twice (a consume or a copy during the listing) makes a queue unusual. Two
  * different ids with one 64-bit hash do too: the exact path then counts it, so a collision
- * costs time, never a wrong count. */
-typedef struct { uint64_t *slot; size_t cap, n; } idset;
+ * costs time, never a wrong count. VSQS keeps each id's number itself (at most 19 digits: no
+ * collision) and a byte of what it was listed as (``kind``), to count an id listed twice once. */
+typedef struct { uint64_t *slot; uint8_t *kind; size_t cap, n; } idset;
 
 static uint64_t hash_bytes(const char *p, Py_ssize_t n) {
     uint64_t h = 1469598103934665603ULL;  /* FNV-1a, then a final mix */
@@ -56,32 +57,68 @@ static uint64_t hash_bytes(const char *p, Py_ssize_t n) {
     return h ? h : 1;  /* 0 marks an empty slot */
 }
 
-/* 1 when added, 0 when there already, -1 when full or out of memory */
-static int idset_add(idset *s, uint64_t h) {
+/* the slot a key (nonzero) starts probing from: splitmix64's finalizer (VSQS keys are numbers) */
+static size_t home_slot(uint64_t v, size_t cap) {
+    v ^= v >> 30;
+    v *= 0xbf58476d1ce4e5b9ULL;
+    v ^= v >> 27;
+    v *= 0x94d049bb133111ebULL;
+    v ^= v >> 31;
+    return (size_t)v & (cap - 1);
+}
+
+/* ``key`` (nonzero) into the set, *at its slot: 1 when added, 0 when there already, -1 when
+ * full or out of memory. ``kinds``: a byte per slot goes along (s->kind, 0 for a new key). */
+static int idset_put(idset *s, uint64_t key, int kinds, size_t *at) {
     if ((s->n + 1) * 2 > s->cap) {
         if (s->n + 1 > MAX_IDS) return -1;
         size_t cap = s->cap ? s->cap * 2 : 1024;
         uint64_t *slot = calloc(cap, sizeof(uint64_t));
-        if (slot == NULL) return -1;
+        uint8_t *kind = kinds ? calloc(cap, 1) : NULL;
+        if (slot == NULL || (kinds && kind == NULL)) {
+            free(slot);
+            free(kind);
+            return -1;
+        }
         for (size_t i = 0; i < s->cap; i++) {
             uint64_t v = s->slot[i];
             if (!v) continue;
-            size_t j = (size_t)v & (cap - 1);
+            size_t j = home_slot(v, cap);
             while (slot[j]) j = (j + 1) & (cap - 1);
             slot[j] = v;
+            if (kinds) kind[j] = s->kind[i];
         }
         free(s->slot);
+        free(s->kind);
         s->slot = slot;
+        s->kind = kind;
         s->cap = cap;
     }
-    size_t j = (size_t)h & (s->cap - 1);
+    size_t j = home_slot(key, s->cap);
     while (s->slot[j]) {
-        if (s->slot[j] == h) return 0;
+        if (s->slot[j] == key) {
+            *at = j;
+            return 0;
+        }
         j = (j + 1) & (s->cap - 1);
     }
-    s->slot[j] = h;
+    s->slot[j] = key;
     s->n++;
+    *at = j;
     return 1;
+}
+
+static int idset_add(idset *s, uint64_t h) {
+    size_t at;
+    return idset_put(s, h, 0, &at);
+}
+
+/* the kind kept with ``key``, 0 when the key is not there */
+static int idset_kind(const idset *s, uint64_t key) {
+    if (s->cap == 0) return 0;
+    for (size_t j = home_slot(key, s->cap); s->slot[j]; j = (j + 1) & (s->cap - 1))
+        if (s->slot[j] == key) return s->kind[j];
+    return 0;
 }
 
 /* ------------------------------------------------------------------ listing */
@@ -380,6 +417,7 @@ done:
     Py_XDECREF(held);
     Py_XDECREF(oldest);
     free(a->ids.slot);
+    free(a->ids.kind);
     free(a);
     Py_DECREF(path_obj);
     return result;
@@ -399,6 +437,11 @@ static double vsqs_divisor(Py_ssize_t w) {
     return w >= 18 ? 1e9 : w >= 15 ? 1e6 : w >= 12 ? 1e3 : 1.0;
 }
 
+/* what a VSQS id was listed as; listed twice, it counts as the greater (the exact path's rule) */
+enum { KIND_WRITING = 1, KIND_READY = 2, KIND_HELD = 3 };
+/* the least ready ids kept: the least one not consumed meanwhile is the oldest */
+#define KEEP_LEAST 16
+
 typedef struct {
     int max_digits;
     double now;
@@ -407,11 +450,25 @@ typedef struct {
     unsigned long long cutoff;     /* a deadline at most this has expired (vsqs: deadline <= now) */
     int none_expired;              /* int(now * divisor) < 0 (a clock before 1970): no deadline has */
     Py_ssize_t n_ready, n_new, n_inflight, n_expired;
-    text_t least;                  /* the least ready id */
+    unsigned long long least[KEEP_LEAST];  /* the least ready ids, ascending (one may be held later) */
+    int n_least;
     unsigned long long nearest;    /* the nearest deadline in flight */
     int have_nearest;
-    idset ids;
+    idset ids;                     /* every id (its number + 1), with its kind */
 } vsqs_acc;
+
+/* ``id`` among the KEEP_LEAST least ready ids, if it is one of them */
+static void keep_least(vsqs_acc *a, unsigned long long id) {
+    int n = a->n_least;
+    if (n == KEEP_LEAST && id >= a->least[n - 1]) return;
+    int i = n < KEEP_LEAST ? n : n - 1;  /* (full: the largest drops out) */
+    while (i > 0 && a->least[i - 1] > id) {
+        a->least[i] = a->least[i - 1];
+        i--;
+    }
+    a->least[i] = id;
+    if (n < KEEP_LEAST) a->n_least++;
+}
 
 /* one name; nonzero stops the listing (the queue is not plain) */
 static int vsqs_name(void *ctx, const char *s) {
@@ -432,20 +489,52 @@ static int vsqs_name(void *ctx, const char *s) {
         a->cutoff = units >= 18446744073709551616.0 ? ~0ULL : units > 0 ? (unsigned long long)units : 0;
     }
     Py_ssize_t w = a->width;
-    if (run != w || !canonical(s, w) || idset_add(&a->ids, hash_bytes(s, w)) != 1) {
+    if (run != w || !canonical(s, w)) {
         a->plain = 0;
         return 1;
     }
+    unsigned long long id = 0, deadline = 0;  /* (at most 19 digits: below 2^64 - 1) */
+    for (Py_ssize_t k = 0; k < w; k++) id = id * 10 + (unsigned long long)(s[k] - '0');
+    int kind;
     if (s[w] == '\0') {
-        span id = {s, w}, least = text_span(&a->least);
-        if (a->least.len == 0 || span_cmp(&id, &least) < 0) text_set(&a->least, id);
-        a->n_ready++;
+        kind = KIND_READY;
     } else if (strcmp(s + w, ".new") == 0) {
-        a->n_new++;
+        kind = KIND_WRITING;
     } else if (s[w] == '.' && canonical(s + w + 1, w) && s[2 * w + 1] == '\0') {
         /* (canonical stops at the name's NUL: no byte past it is read) */
-        unsigned long long deadline = 0;
+        kind = KIND_HELD;
         for (Py_ssize_t k = w + 1; k < 2 * w + 1; k++) deadline = deadline * 10 + (unsigned long long)(s[k] - '0');
+    } else {
+        a->plain = 0;
+        return 1;
+    }
+    size_t at;
+    int added = idset_put(&a->ids, id + 1, 1, &at);
+    if (added < 0) {
+        a->plain = 0;
+        return 1;
+    }
+    if (!added) {
+        /* An id listed twice: a consume, a requeue or a publish while the listing ran (or one
+         * name listed twice). Counted once, as the exact path counts it: held over ready over
+         * writing. Held twice (consumed again after a requeue): the exact path keeps the
+         * deadline listed last, which this count cannot take back: the exact way. */
+        int old = a->ids.kind[at];
+        if (kind == KIND_HELD && old == KIND_HELD) {
+            a->plain = 0;
+            return 1;
+        }
+        if (kind <= old) return 0;
+        if (old == KIND_READY) a->n_ready--;
+        else a->n_new--;
+    }
+    a->ids.kind[at] = (uint8_t)kind;
+    if (kind == KIND_READY) {
+        keep_least(a, id);
+        a->n_ready++;
+    } else if (kind == KIND_WRITING) {
+        a->n_new++;
+    } else {
         if (!a->none_expired && deadline <= a->cutoff) {
             a->n_expired++;
         } else {
@@ -455,9 +544,18 @@ static int vsqs_name(void *ctx, const char *s) {
                 a->have_nearest = 1;
             }
         }
-    } else {
-        a->plain = 0;
-        return 1;
+    }
+    return 0;
+}
+
+/* the least ready id at the end of the listing (some kept ones may have been consumed since);
+ * 0 when all the kept ones were: the exact way */
+static int least_ready(const vsqs_acc *a, unsigned long long *out) {
+    for (int i = 0; i < a->n_least; i++) {
+        if (idset_kind(&a->ids, a->least[i] + 1) == KIND_READY) {
+            *out = a->least[i];
+            return 1;
+        }
     }
     return 0;
 }
@@ -467,7 +565,9 @@ static int vsqs_name(void *ctx, const char *s) {
  *           seconds or None, id width)
  * Plain: no sub-directory, every name a ready id, ``id.new`` or ``id.deadline``, every
  * number canonical and of one width (at most 19 digits), at least one ready id (or no name at
- * all: width 0), no id twice. A deadline has expired when it is at most int(now * divisor),
+ * all: width 0), no id held twice. An id under two names (a consume, a requeue or a publish
+ * while the listing ran: a busy queue) counts once, as held over ready over writing, as the
+ * exact path counts it; the least ready id is the least of those not consumed meanwhile. A deadline has expired when it is at most int(now * divisor),
  * each in the unit its width tells (layout.is_expired). */
 static PyObject *vsqs_plain(PyObject *self, PyObject *args) {
     PyObject *path_obj;
@@ -483,6 +583,7 @@ static PyObject *vsqs_plain(PyObject *self, PyObject *args) {
     a->max_digits = max_digits < MAX_TEXT - 1 ? max_digits : MAX_TEXT - 1;
     a->now = now;
     PyObject *result = NULL, *least = NULL, *nearest = NULL;
+    unsigned long long least_id = 0;
 
     Py_BEGIN_ALLOW_THREADS
     int fd = open_plain_dir(AT_FDCWD, PyBytes_AS_STRING(path_obj), 2, most);
@@ -492,13 +593,14 @@ static PyObject *vsqs_plain(PyObject *self, PyObject *args) {
         close(fd);
     }
     if (a->plain && a->width && a->n_ready == 0) a->plain = 0;  /* (the exact path's unit comes from a ready id) */
+    if (a->plain && a->width && !least_ready(a, &least_id)) a->plain = 0;
     Py_END_ALLOW_THREADS
 
     if (!a->plain) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    least = a->least.len ? PyUnicode_DecodeASCII(a->least.text, a->least.len, NULL) : Py_NewRef(Py_None);
+    least = a->width ? PyUnicode_FromFormat("%llu", least_id) : Py_NewRef(Py_None);
     nearest = a->have_nearest ? PyFloat_FromDouble((double)a->nearest / vsqs_divisor(a->width)) : Py_NewRef(Py_None);
     if (least == NULL || nearest == NULL) goto done;
     result = Py_BuildValue("(nOnnnOn)", a->n_ready, least, a->n_new, a->n_inflight, a->n_expired, nearest, a->width);
@@ -506,6 +608,7 @@ done:
     Py_XDECREF(least);
     Py_XDECREF(nearest);
     free(a->ids.slot);
+    free(a->ids.kind);
     free(a);
     Py_DECREF(path_obj);
     return result;
