@@ -5,13 +5,15 @@
  * list one queue directory (and ddmq's work/), check that every name is the usual kind,
  * and hand back only the few figures the count needs: no string per message.
  *
- * Anything unusual (a foreign name, a temp file, an id twice, a sub-directory, a big
- * listing, a symlink where a directory should be, any error) gives None, and the caller
- * counts that queue the exact way in Python, which says what is unusual. So this module
- * decides only which queues are plain; a property test compares both paths on random roots.
+ * Anything unusual (a foreign name, a temp file, a ddmq id twice, a VSQS id held twice, a
+ * sub-directory, more than MAX_IDS ids, a symlink where a directory should be, any error)
+ * gives None, and the caller counts that queue the exact way in Python, which says what is
+ * unusual. (A VSQS id under two names -- a consume during the listing of a busy queue -- is
+ * counted once, by the exact path's rule.) So this module decides only which queues are
+ * plain; property tests compare both paths on random roots.
  *
- * Everything read here is untrusted: names are at most NAME_MAX bytes (readdir), every
- * read is bounds-checked against the name's own length, and the listing is capped.
+ * Everything read here is untrusted: names are at most NAME_MAX bytes (getdents), every
+ * read stops at the name's own NUL, and the ids held are capped (MAX_IDS).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
