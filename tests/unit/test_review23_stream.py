@@ -223,3 +223,57 @@ def test_vsqs_what_the_c_reader_cannot_settle_goes_the_exact_way(c_module, tmp_p
     assert got is None if case == "held-twice" else got is None or got[1] == str(_B + 200)
     with_c, exact, _ = _ways(vsqs, tmp_path, ["q"], _NOW, monkeypatch)
     assert with_c == exact
+
+
+# -- ids crafted to share a slot of the reader's set -------------------------------------------
+
+_CRAFT = r"""
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+/* ids whose slot in an unkeyed set of 2^bits slots (splitmix64's finalizer of id + 1) is 0 */
+int main(int argc, char **argv) {
+    long want = atol(argv[1]), got = 0;
+    uint64_t mask = (1ULL << atoi(argv[2])) - 1;
+    for (uint64_t id = 1700000000000000ULL; got < want; id++) {
+        uint64_t v = id + 1;
+        v ^= v >> 30; v *= 0xbf58476d1ce4e5b9ULL; v ^= v >> 27; v *= 0x94d049bb133111ebULL; v ^= v >> 31;
+        if ((v & mask) == 0) { printf("%llu\n", (unsigned long long)id); got++; }
+    }
+    return 0;
+}
+"""
+
+
+def test_ids_crafted_to_share_a_slot_do_not_slow_the_reader(c_module, tmp_path):
+    """The reader's set of ids probes from a slot that was a fixed function of the id: anyone who
+    can write into a queue could plant ids that all start from one slot (found offline by brute
+    force, ~7 s of one core for 50,000) and make every insert walk one long run: 50,000 such ids
+    took 1.3 s to read instead of 0.02 s, and a million would hold `stats`/`check` for minutes
+    (before session 23 a big queue was counted with Python's sets, which are keyed per process).
+    The slots are now keyed per process too. (The ids here are crafted against the unkeyed slot.)"""
+    import shutil
+    import subprocess
+    import time
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to craft the ids")
+    gen = tmp_path / "craft"
+    (tmp_path / "craft.c").write_text(_CRAFT)
+    subprocess.run([cc, "-O2", "-o", str(gen), str(tmp_path / "craft.c")], check=True)
+    n = 15_000  # (a set of 2^15 slots holds up to 16,383 ids)
+    crafted = subprocess.run([str(gen), str(n), "15"], check=True, capture_output=True, text=True).stdout.split()
+    _touch(tmp_path / "crafted", crafted)
+    _touch(tmp_path / "ordinary", [str(_B + 7 * i) for i in range(n)])
+
+    def best(q):
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            got = c_module.vsqs_plain(str(tmp_path / q), 1 << 62, 20, _NOW)
+            times.append(time.perf_counter() - t)
+            assert got is not None and got[0] == n
+        return min(times)
+
+    assert best("crafted") < 3 * best("ordinary") + 0.03
