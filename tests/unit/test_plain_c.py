@@ -446,3 +446,37 @@ def test_a_big_queue_read_in_c_gives_the_exact_paths_counts(c_module, tmp_path, 
         assert c_way == exact, module.__name__
         if twist != "dup-late":  # (streamed, one id in two waiting names counts twice, as ddmq delivers both)
             assert streamed == exact, module.__name__
+
+
+@pytest.mark.parametrize("consumed", [0, 1, 3, 15, 16])
+def test_ddmq_messages_consumed_while_listed_are_counted_by_the_c_reader_as_the_exact_path_does(
+        c_module, tmp_path, consumed):
+    """A consumer renames a message into work/ while the queue is listed: it shows in both
+    listings. The exact path counts the consumed copy; so does the C reader (before, it gave
+    up and the queue was listed again: a busy big queue read twice). The oldest ready message
+    is then the next least kept one; with all 16 kept ones consumed, the exact way."""
+    from qconsole.backends.ddmq import layout as ddmq
+
+    now = 1_700_000_000.5
+    (tmp_path / "ddmq.yaml").write_text("")
+    q = tmp_path / "q"
+    (q / "work").mkdir(parents=True)
+    (q / "ddmq.yaml").write_text("")
+    waiting = [(("9", "10")[i % 2], 17000000000000 + i, f"{i:032x}") for i in range(40)]
+    waiting.append(("7", 17000000005000, "a" * 32))  # a priority of one message, consumed below
+    for p, qn, uid in waiting:
+        (q / f"{p}.{qn}.ddmq{uid}").write_text("")
+    gone = waiting[:consumed] + ([waiting[-1]] if consumed else [])
+    for p, qn, uid in gone:  # the consumed copies, as a listing during the renames sees them
+        (q / "work" / f"{1_700_000_100}.{p}.{qn}.ddmq{uid}").write_text("")
+    (q / "work" / f"{1_699_999_000}.9.17000000009999.ddmq{'b' * 32}").write_text("")
+    got = c_module.ddmq_plain(str(q), 1 << 62, 20, 64, 11, int(now))
+    exact = ddmq.scan_queue(str(tmp_path), "q", now)
+    if consumed == 16:  # (the 16 least kept, all consumed: the reader cannot name the oldest)
+        assert got is None
+    else:
+        assert got is not None
+        assert got[1] == len(waiting) - len(gone) == exact.counts["ready"]
+        assert ("7" in got[0]) is (consumed == 0)
+    assert ddmq.count_many(str(tmp_path), ["q"], now) == [exact]
+    assert exact.counts["inflight"] == len(gone) and exact.counts["expired"] == 1

@@ -45,9 +45,10 @@ static int is_dot_or_dotdot(const char *name) {
 }
 
 /* ------------------------------------------------------------------ ids seen, by hash */
-/* ddmq: an id seen twice (a consume or a copy during the listing) makes a queue unusual. Two
- * different ids with one 64-bit hash do too: the exact path then counts it, so a collision
- * costs time, never a wrong count. VSQS keeps each id's number itself (at most 19 digits: no
+/* ddmq: an id is kept as a 64-bit hash, with a byte of what it was listed as: one listed
+ * waiting and then in work/ was consumed while the listing ran (it counts as consumed, as the
+ * exact path has it, whose streamed form also goes by 64-bit hashes); one twice among the
+ * waiting or in work/ makes the queue unusual (the exact way). VSQS keeps each id's number itself (at most 19 digits: no
  * collision) and a byte of what it was listed as (``kind``), to count an id listed twice once. */
 typedef struct { uint64_t *slot; uint8_t *kind; size_t cap, n; } idset;
 
@@ -116,11 +117,6 @@ static int idset_put(idset *s, uint64_t key, int kinds, size_t *at) {
     s->n++;
     *at = j;
     return 1;
-}
-
-static int idset_add(idset *s, uint64_t h) {
-    size_t at;
-    return idset_put(s, h, 0, &at);
 }
 
 /* the kind kept with ``key``, 0 when the key is not there */
@@ -255,6 +251,11 @@ static void text_set(text_t *t, span s) {
 /* ------------------------------------------------------------------ ddmq */
 /* a queue with more distinct priorities than this is counted the exact way */
 #define MAX_PRIOS 64
+/* the least queue numbers kept: the oldest ready message unless all of them were consumed
+ * while work/ was listed (then the exact way) */
+#define KEEP_LEAST 16
+/* an id's kind in the set: 1 + the index of its priority while waiting, this once held */
+#define DDMQ_HELD 0xFF
 
 typedef struct { text_t prio; int alive; Py_ssize_t n; } prio_count;
 
@@ -266,7 +267,9 @@ typedef struct {
     prio_count ready[MAX_PRIOS];   /* ready messages by priority */
     int n_prios;
     Py_ssize_t n_ready;
-    text_t least;                  /* the least time-based queue number of a ready message */
+    text_t least[KEEP_LEAST];      /* the least time-based queue numbers of ready messages, */
+    uint64_t least_id[KEEP_LEAST]; /* ascending, with their ids' hashes (one may be consumed */
+    int n_least;                   /* while work/ is listed: the next one is then the oldest) */
     prio_count held[2 * MAX_PRIOS];  /* consumed ones by (priority, in flight?) */
     int n_held_keys;
     long long nearest;             /* the nearest deadline still in flight */
@@ -304,19 +307,36 @@ static int ddmq_waiting(void *ctx, const char *s) {
     Py_ssize_t at = 0;
     span prio, qn, uid;
     prio_count *slot;
+    size_t where;
+    uint64_t id = 0;
     if (!digits(s, &at, a->max_digits, '.', &prio) || !digits(s, &at, a->max_digits, '.', &qn) ||
-        !ddmq_tail(s, at, a->max_uid, &uid) || idset_add(&a->ids, hash_bytes(uid.p, uid.n)) != 1 ||
-        (slot = prio_slot(a->ready, &a->n_prios, MAX_PRIOS, prio, 1)) == NULL) {
-        a->plain = 0;
+        !ddmq_tail(s, at, a->max_uid, &uid) ||
+        (slot = prio_slot(a->ready, &a->n_prios, MAX_PRIOS, prio, 1)) == NULL ||
+        idset_put(&a->ids, (id = hash_bytes(uid.p, uid.n)), 1, &where) != 1) {
+        a->plain = 0;  /* (an id twice among the waiting: two files, which the exact ways count apart) */
         return 1;
     }
+    a->ids.kind[where] = (uint8_t)(1 + (slot - a->ready));
     slot->n++;
     a->n_ready++;
     /* the oldest time-based queue number: 10 digits of seconds and more (shorter ones are no
-     * times), the least in text order */
+     * times), the least in text order; the KEEP_LEAST least are kept */
     if (qn.n >= 10) {
-        span least = text_span(&a->least);
-        if (a->least.len == 0 || span_cmp(&qn, &least) < 0) text_set(&a->least, qn);
+        int i = a->n_least;
+        span last = i ? text_span(&a->least[i - 1]) : qn;
+        if (i < KEEP_LEAST || span_cmp(&qn, &last) < 0) {
+            if (i == KEEP_LEAST) i--;  /* the greatest kept makes room */
+            while (i > 0) {
+                span before = text_span(&a->least[i - 1]);
+                if (span_cmp(&before, &qn) <= 0) break;
+                a->least[i] = a->least[i - 1];
+                a->least_id[i] = a->least_id[i - 1];
+                i--;
+            }
+            text_set(&a->least[i], qn);
+            a->least_id[i] = id;
+            if (a->n_least < KEEP_LEAST) a->n_least++;
+        }
     }
     return 0;
 }
@@ -326,12 +346,22 @@ static int ddmq_work(void *ctx, const char *s) {
     ddmq_acc *a = ctx;
     Py_ssize_t at = 0;
     span dl, prio, qn, uid;
+    size_t where;
+    int added;
     if (!digits(s, &at, a->max_deadline, '.', &dl) || !digits(s, &at, a->max_digits, '.', &prio) ||
         !digits(s, &at, a->max_digits, '.', &qn) || !ddmq_tail(s, at, a->max_uid, &uid) ||
-        idset_add(&a->ids, hash_bytes(uid.p, uid.n)) != 1) {
-        a->plain = 0;
+        (added = idset_put(&a->ids, hash_bytes(uid.p, uid.n), 1, &where)) < 0 ||
+        (!added && a->ids.kind[where] == DDMQ_HELD)) {
+        a->plain = 0;  /* (an id twice in work/) */
         return 1;
     }
+    if (!added) {
+        /* consumed while the listing ran: listed waiting, then in work/. The consumed copy
+         * counts, as the exact path has it, and the waiting one no more */
+        a->ready[a->ids.kind[where] - 1].n--;
+        a->n_ready--;
+    }
+    a->ids.kind[where] = DDMQ_HELD;
     long long deadline = 0;  /* at most max_deadline (<= 18) digits: no overflow */
     for (Py_ssize_t k = 0; k < dl.n; k++) deadline = deadline * 10 + (dl.p[k] - '0');
     int alive = a->cutoff <= deadline;  /* ddmq's clean(): expired when int(deadline) < int(now) */
@@ -352,9 +382,9 @@ static int ddmq_work(void *ctx, const char *s) {
  *   None | ({priority: ready}, ready, oldest queue number or None,
  *           {(priority, in flight?): held}, nearest future deadline or None)
  * A held message is in flight while cutoff (int(now)) <= its deadline (ddmq's clean()).
- * The queue directory is listed first, then work/ (a consume in between shows a message in
- * both: an id twice, so None), as the exact path lists them. Parsed as the kernel hands the
- * names out: a queue of a million messages is read in a few MB. */
+ * The queue directory is listed first, then work/, as the exact path lists them: a message
+ * consumed in between is listed in both and counts as consumed, as there. Parsed as the
+ * kernel hands the names out: a queue of a million messages is read in a few tens of MB. */
 static PyObject *ddmq_plain(PyObject *self, PyObject *args) {
     PyObject *path_obj;
     long long most;
@@ -400,7 +430,16 @@ static PyObject *ddmq_plain(PyObject *self, PyObject *args) {
     tally = PyDict_New();
     held = PyDict_New();
     if (tally == NULL || held == NULL) goto done;
+    /* the oldest: the least kept queue number whose message was not consumed meanwhile */
+    int oldest_at = -1;
+    for (int i = 0; i < a->n_least && oldest_at < 0; i++)
+        if (idset_kind(&a->ids, a->least_id[i]) != DDMQ_HELD) oldest_at = i;
+    if (oldest_at < 0 && a->n_least == KEEP_LEAST) {  /* all kept ones consumed: the exact way */
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
     for (int i = 0; i < a->n_prios; i++) {
+        if (a->ready[i].n == 0) continue;  /* every one consumed meanwhile: no ready count at all */
         PyObject *key = PyUnicode_DecodeASCII(a->ready[i].prio.text, a->ready[i].prio.len, NULL);
         PyObject *n = key ? PyLong_FromSsize_t(a->ready[i].n) : NULL;
         int rc = n ? PyDict_SetItem(tally, key, n) : -1;
@@ -417,7 +456,8 @@ static PyObject *ddmq_plain(PyObject *self, PyObject *args) {
         Py_XDECREF(n);
         if (rc < 0) goto done;
     }
-    oldest = a->least.len ? PyUnicode_DecodeASCII(a->least.text, a->least.len, NULL) : Py_NewRef(Py_None);
+    oldest = oldest_at >= 0 ? PyUnicode_DecodeASCII(a->least[oldest_at].text, a->least[oldest_at].len, NULL)
+                            : Py_NewRef(Py_None);
     if (oldest == NULL) goto done;
     PyObject *near = a->have_nearest ? PyFloat_FromDouble((double)a->nearest) : Py_NewRef(Py_None);
     if (near == NULL) goto done;
