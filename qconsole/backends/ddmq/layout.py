@@ -129,14 +129,7 @@ def list_queue_names(root: str) -> tuple[list[str], list[str]]:
     try:
         scandir = os.scandir(fd) if others is None else None
         try:
-            for entry in scandir if scandir is not None else map(_LinkEntry, others, repeat(fd)):
-                if entry.name.startswith("."):
-                    continue
-                queue, error = _judge(entry, fd)
-                if queue:
-                    names.append(entry.name)
-                if error:
-                    errors.append(error)
+            _judge_all(scandir if scandir is not None else map(_LinkEntry, others, repeat(fd)), fd, names, errors)
         finally:
             if scandir is not None:
                 scandir.close()
@@ -145,6 +138,23 @@ def list_queue_names(root: str) -> tuple[list[str], list[str]]:
     names.sort()
     errors.sort()  # (not the listing's order: the same lines in the same order wherever judged)
     return names, errors
+
+
+def _judge_all(entries: Iterable[Any], fd: int, names: list[str], errors: list[str], *,
+               defer_dirs: bool = False) -> None:
+    """Every non-dot entry judged (:func:`_judge`) into ``names`` and ``errors``; with
+    ``defer_dirs`` a sub-directory is a name as it is (judged where it is counted)."""
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if defer_dirs and entry.is_dir(follow_symlinks=False):
+            names.append(entry.name)
+            continue
+        queue, error = _judge(entry, fd)
+        if queue:
+            names.append(entry.name)
+        if error:
+            errors.append(error)
 
 
 def _judge(entry: Any, fd: int) -> tuple[bool, str | None]:
@@ -179,17 +189,7 @@ def queue_candidates(root: str) -> tuple[list[str], list[str]] | None:
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with os.scandir(fd) as it:
-            for entry in it:
-                if entry.name.startswith("."):
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    names.append(entry.name)  # (judged where it is counted)
-                    continue
-                queue, error = _judge(entry, fd)
-                if queue:
-                    names.append(entry.name)
-                if error:
-                    errors.append(error)
+            _judge_all(it, fd, names, errors, defer_dirs=True)
     finally:
         os.close(fd)
     names.sort()
