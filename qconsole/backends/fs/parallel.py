@@ -98,11 +98,13 @@ def auto_jobs(sizes: list[int]) -> int:
 
 
 def dir_size(paths: list[str]) -> int:
-    """Bytes of directory data behind one queue's listings: a cheap guess at listing cost."""
+    """Bytes of directory data behind one queue's listings: a cheap guess at listing cost. No
+    link is followed: a queue not yet judged (ddmq's queue_candidates) may have a work/ that is
+    a symlink out of the root (a dead NFS mount there would hang the count)."""
     total = 0
     for path in paths:
         try:
-            total += os.stat(path).st_size
+            total += os.stat(path, follow_symlinks=False).st_size
         except OSError:
             pass
     return total

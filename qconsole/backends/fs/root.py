@@ -265,11 +265,7 @@ class FileBackend(Backend):
         else:
             from . import parallel
 
-            def unlinked_dirs(root: str, name: str) -> list[str]:
-                return [d for d in module.listing_dirs(root, name) if not os.path.islink(d)]
-
-            # not judged yet (unchecked): a work/ may be a symlink, never followed, not even to size it
-            order, jobs = parallel.arrange(path, names, unlinked_dirs if unchecked else module.listing_dirs, jobs)
+            order, jobs = parallel.arrange(path, names, module.listing_dirs, jobs)
             if jobs > 1:
                 done = parallel.scan_pooled(order, jobs, scan_share, each and (lambda s: each(s, now)))
                 scans = [done[n][0] for n in names]
