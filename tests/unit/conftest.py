@@ -20,19 +20,29 @@ def small_chunks(monkeypatch: Any) -> None:
     monkeypatch.setattr(sn, "YIELD_S", 0.0)
 
 
-@pytest.fixture(params=["python", "c"])
-def count_path(request: Any, monkeypatch: Any) -> str:
-    """Both readers of plain small queues: Python's, and the C one the install builds
-    (backends/fs/_plain.c). A test taking this runs once each way. Without the built module
-    the C run skips, except in CI (CI=true), where the install must have built it."""
+@pytest.fixture
+def c_module() -> Any:
+    """The C reader the install builds (backends/fs/_plain.c). Without it the test skips,
+    except in CI (CI=true), where the install must have built it."""
     import os
 
     from qconsole.backends.fs import listing
 
-    if request.param == "python":
-        monkeypatch.setattr(listing, "plain_c", None)
-    elif listing.plain_c is None:
+    if listing.plain_c is None:
         if os.environ.get("CI") == "true":
             pytest.fail("qconsole.backends.fs._plain was not built (a C compiler and Python's headers)")
         pytest.skip("qconsole.backends.fs._plain not built here")
+    return listing.plain_c
+
+
+@pytest.fixture(params=["python", "c"])
+def count_path(request: Any, monkeypatch: Any) -> str:
+    """Both readers of plain queues: Python's, and the C one (:func:`c_module`). A test taking
+    this runs once each way."""
+    from qconsole.backends.fs import listing
+
+    if request.param == "python":
+        monkeypatch.setattr(listing, "plain_c", None)
+    else:
+        request.getfixturevalue("c_module")
     return request.param

@@ -96,12 +96,7 @@ def parser(request, monkeypatch):
     """Every parser of the short way: the patterns' findall, split at the dots (small roots), and
     the C reader (backends/fs/_plain.c), which lists and checks the queue itself."""
     if request.param == "c":
-        from qconsole.backends.fs import listing
-
-        if listing.plain_c is None:
-            if os.environ.get("CI") == "true":
-                pytest.fail("qconsole.backends.fs._plain was not built")
-            pytest.skip("qconsole.backends.fs._plain not built here")
+        request.getfixturevalue("c_module")
     else:
         from qconsole.backends.fs import listing
 

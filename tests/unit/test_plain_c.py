@@ -27,15 +27,6 @@ NOW = 1_700_000_000.0
 CUTOFF = int(NOW)
 
 
-@pytest.fixture
-def c_module():
-    if listing.plain_c is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("qconsole.backends.fs._plain was not built")
-        pytest.skip("qconsole.backends.fs._plain not built here")
-    return listing.plain_c
-
-
 def _open_fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 

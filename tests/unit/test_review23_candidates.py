@@ -9,7 +9,6 @@ import pytest
 
 from qconsole.backends import open_target as Root
 from qconsole.backends.ddmq import layout as ddmq
-from qconsole.backends.fs import listing
 
 QN = "1700000000123456"
 NOW = 1_750_000_000.25
@@ -42,19 +41,14 @@ def _odd_root(tmp_path):
     return str(root)
 
 
-def _need_c():
-    if listing.plain_c is None:
-        pytest.skip("the C reader is not built")
-
-
 @pytest.mark.parametrize("jobs", [1, 2])
 @pytest.mark.parametrize("check_types", [False, True])
-def test_root_lines_come_in_the_same_order_as_the_checked_listing_gives(tmp_path, monkeypatch, jobs, check_types):
+def test_root_lines_come_in_the_same_order_as_the_checked_listing_gives(c_module, tmp_path, monkeypatch, jobs,
+                                                                          check_types):
     """`check` names the first root line on its status line and `stats` prints them in order:
     with the C reader the symlinks' lines came first, then the other directories' (sorted),
     while the checked listing gave them in the directory's own (hash) order: the Nagios line
     named another entry depending on which path counted the root."""
-    _need_c()
     root = _odd_root(tmp_path)
     deferred = Root(root).scan(now=NOW, jobs=jobs, check_types=check_types)
     monkeypatch.setattr(ddmq, "queue_candidates", lambda root: None)
@@ -64,8 +58,7 @@ def test_root_lines_come_in_the_same_order_as_the_checked_listing_gives(tmp_path
     assert [q.name for q in deferred.queues] == [q.name for q in checked.queues] == ["q0", "q1", "q2"]
 
 
-def test_check_status_line_names_the_same_first_problem_either_way(tmp_path, monkeypatch):
-    _need_c()
+def test_check_status_line_names_the_same_first_problem_either_way(c_module, tmp_path, monkeypatch):
     from qconsole.fastpath import check_line
 
     root = _odd_root(tmp_path)
@@ -77,13 +70,12 @@ def test_check_status_line_names_the_same_first_problem_either_way(tmp_path, mon
     assert deferred[1].startswith("QCONSOLE WARNING - root: a-fifo: ddmq.yaml is no regular file")
 
 
-def test_sizing_a_root_for_the_pool_follows_no_work_symlink_out_of_it(tmp_path, monkeypatch):
+def test_sizing_a_root_for_the_pool_follows_no_work_symlink_out_of_it(c_module, tmp_path, monkeypatch):
     """With the C reader the root's sub-directories reach the pool's sizing (parallel.arrange:
     a stat of each queue's directory and work/) before they are judged: a directory whose work/
     is a symlink had that link followed out of the root (a stat of wherever it points: a dead
     NFS mount hangs there), which the checked listing never did. It is still left out, with its
     line, and nothing behind a link is looked up."""
-    _need_c()
     root = tmp_path / "root"
     root.mkdir()
     (root / "ddmq.yaml").write_text("")

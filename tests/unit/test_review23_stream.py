@@ -18,15 +18,6 @@ from qconsole.backends.fs import listing
 from qconsole.backends.vsqs import layout as vsqs
 
 
-@pytest.fixture
-def c_module():
-    if listing.plain_c is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("qconsole.backends.fs._plain was not built")
-        pytest.skip("qconsole.backends.fs._plain not built here")
-    return listing.plain_c
-
-
 def _ways(module, root, names, now, monkeypatch):
     """(count_many with C, scan_queue without C, scan_queue streamed in chunks of 7)."""
     with_c = module.count_many(str(root), names, now)

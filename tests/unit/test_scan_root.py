@@ -212,16 +212,13 @@ def test_unreadable_root_is_refused_simulated(tmp_path, monkeypatch):
 @pytest.mark.parametrize("jobs", [1, 2])
 @pytest.mark.parametrize("check_types", [False, True])
 def test_a_ddmq_root_counted_before_its_queues_are_looked_into_gives_what_the_checked_listing_gives(
-        tmp_path, monkeypatch, jobs, check_types):
+        c_module, tmp_path, monkeypatch, jobs, check_types):
     """With the C reader a ddmq root's sub-directories are checked where they are counted
     (queue_candidates, then count_many(unchecked=True) in the forked scanners); every kind of
     sub-directory that is no queue is still left out, with the same line, and every queue that
     is one (plain, unusual, unreadable, -q) is counted as the checked listing counts it."""
     from qconsole.backends.ddmq import layout as ddmq
-    from qconsole.backends.fs import listing
 
-    if listing.plain_c is None:
-        pytest.skip("the C reader is not built") if os.environ.get("CI") != "true" else pytest.fail("not built")
     root = _ddmq_root(tmp_path, queues=4, per_queue=6)
     (tmp_path / "q1" / "notes.txt").write_text("")  # a queue with a foreign file: the exact way
     (tmp_path / "plain").mkdir()  # no ddmq.yaml: no queue, no word
