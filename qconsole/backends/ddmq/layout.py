@@ -829,9 +829,6 @@ def _messages(
     return out
 
 
-#: what the C reader takes (_plain.c): a queue of any size, parsed as it is listed (8 bytes an
-#: id held; more than 4M ids go the exact way, which streams them)
-PLAIN_C_BYTES = 1 << 62
 #: a queue directory (or work/) with at most this much directory data is counted the short
 #: way when plain (:func:`_count_plain`): a few hundred names
 SMALL_BYTES = 65_536
@@ -878,28 +875,23 @@ def count_many(root: str, names: list[str], now: float, *, check_types: bool = F
         scan = None
         if c_plain is not None:  # the same check and figures in C: no string per message
             # (a plain queue is a queue: C found its regular ddmq.yaml and real work/)
-            got = c_plain.ddmq_plain(qdir, PLAIN_C_BYTES, MAX_DIGITS, MAX_UID, MAX_DEADLINE_DIGITS, int(now))
+            got = c_plain.ddmq_plain(qdir, _listing.PLAIN_C_BYTES, MAX_DIGITS, MAX_UID, MAX_DEADLINE_DIGITS, int(now))
             if got is not None:  # (ready by priority, ready, oldest, held by (priority, alive), nearest)
                 scan = QueueScan(name, DDMQ, now)
                 _fill(scan, *got)
-            out.append(scan or (unchecked and _no_queue(root, name, now)) or _scan_queue(root, name, now, beside=beside))
-            continue
-        if unchecked:
-            no = _no_queue(root, name, now)
-            if no is not None:
-                out.append(no)
-                continue
-        try:
-            st = stat(qdir)
-            if st.st_nlink == 3 and st.st_size <= SMALL_BYTES:
-                wdir = f"{qdir}/{WORK}"
-                qnames = listdir(qdir)  # the queue first, then work/, as scan_queue lists them
-                wst = stat(wdir)
-                if wst.st_nlink == 2 and wst.st_size <= SMALL_BYTES:
-                    scan = _count_plain(name, qnames, listdir(wdir), now, split=split)
-        except OSError:
-            pass
-        out.append(scan or _scan_queue(root, name, now, beside=beside))  # the exact way says what is unusual
+        elif not unchecked:  # (Python's short way never asks whether a directory is a queue at all)
+            try:
+                st = stat(qdir)
+                if st.st_nlink == 3 and st.st_size <= SMALL_BYTES:
+                    wdir = f"{qdir}/{WORK}"
+                    qnames = listdir(qdir)  # the queue first, then work/, as scan_queue lists them
+                    wst = stat(wdir)
+                    if wst.st_nlink == 2 and wst.st_size <= SMALL_BYTES:
+                        scan = _count_plain(name, qnames, listdir(wdir), now, split=split)
+            except OSError:
+                pass
+        # the exact way says what is unusual; a directory not yet judged may be no queue at all
+        out.append(scan or (unchecked and _no_queue(root, name, now)) or _scan_queue(root, name, now, beside=beside))
     return out
 
 

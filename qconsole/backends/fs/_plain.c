@@ -1,9 +1,11 @@
-/* The plain small-queue listings of a root of thousands of queues, read and checked in C.
+/* Plain queue listings, read and checked in C, and a root's sub-directories looked into.
  *
  * A root of 2,000 queues of 50 messages spends more time creating and parsing 100,000 name
- * strings in Python than the kernel spends listing the directories. These two functions
- * list one queue directory (and ddmq's work/), check that every name is the usual kind,
- * and hand back only the few figures the count needs: no string per message.
+ * strings in Python than the kernel spends listing the directories (and a queue of a million
+ * messages, a million strings). vsqs_plain and ddmq_plain list one queue directory (and ddmq's work/) of
+ * any size, check every name is the usual kind as the kernel hands it out, and hand back only
+ * the few figures the count needs: no string per message. ddmq_queue_dirs and config_dirs
+ * look at a root's sub-directories (ddmq's listing of queues, layout detection).
  *
  * Anything unusual (a foreign name, a temp file, a ddmq id twice, a VSQS id held twice, a
  * sub-directory, more than MAX_IDS ids, a symlink where a directory should be, any error)
@@ -28,13 +30,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <stdint.h>
+
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
 #endif
 
-#include <stdint.h>
-
-/* at most this many ids in one queue read here (a set of 8-byte hashes, 16 MB a million):
+/* at most this many ids in one queue read here (a set of 8-byte keys, 16 MB a million):
  * a bigger queue is counted the exact way, which streams it */
 #define MAX_IDS 4194304
 
@@ -117,6 +119,11 @@ static int idset_put(idset *s, uint64_t key, int kinds, size_t *at) {
     s->n++;
     *at = j;
     return 1;
+}
+
+static void idset_free(idset *s) {
+    free(s->slot);
+    free(s->kind);
 }
 
 /* the kind kept with ``key``, 0 when the key is not there */
@@ -466,8 +473,7 @@ done:
     Py_XDECREF(tally);
     Py_XDECREF(held);
     Py_XDECREF(oldest);
-    free(a->ids.slot);
-    free(a->ids.kind);
+    idset_free(&a->ids);
     free(a);
     Py_DECREF(path_obj);
     return result;
@@ -657,8 +663,7 @@ static PyObject *vsqs_plain(PyObject *self, PyObject *args) {
 done:
     Py_XDECREF(least);
     Py_XDECREF(nearest);
-    free(a->ids.slot);
-    free(a->ids.kind);
+    idset_free(&a->ids);
     free(a);
     Py_DECREF(path_obj);
     return result;

@@ -36,12 +36,15 @@ STREAM_BYTES = 4_000_000
 STREAM_CHUNK = 2_048
 
 
-#: the C reader of plain small queues (_plain.c), when the install could build it; tests set
-#: this to None to count the Python way
+#: the C reader of plain queues (_plain.c), when the install could build it; tests set this to
+#: None to count the Python way
 try:
     from . import _plain as plain_c
 except ImportError:  # no C compiler at install time: the same counts, from Python
     plain_c = None
+#: the directory size up to which the C reader takes a queue: any (it parses as it lists and
+#: holds 8 bytes an id; a queue of more than 4M ids goes the exact way, which streams it)
+PLAIN_C_BYTES = 1 << 62
 
 
 def is_ascii_digits(s: str) -> bool:

@@ -430,9 +430,6 @@ def _set_unit(scan: QueueScan, widths: set[int]) -> None:
             )
 
 
-#: what the C reader takes (_plain.c): a queue of any size; it holds 8 bytes an id (a queue of
-#: more than 4M ids goes the exact way, which streams it)
-PLAIN_C_BYTES = 1 << 62
 #: a queue directory up to this size (some 1,500 VSQS names on ext4) is tried the short way
 #: first: its fixed costs are what count there, and listing it again the exact way (when it
 #: holds anything unusual) costs little
@@ -460,7 +457,7 @@ def count_many(root: str, names: list[str], now: float, *, check_types: bool = F
         qdir = join(root, name)
         scan = None
         if c_plain is not None:  # the same check and figures in C, any size: no string per message
-            got = c_plain.vsqs_plain(qdir, PLAIN_C_BYTES, MAX_DIGITS, now)
+            got = c_plain.vsqs_plain(qdir, _listing.PLAIN_C_BYTES, MAX_DIGITS, now)
             scan = got and _plain_scan(name, got, now)
         else:
             try:
