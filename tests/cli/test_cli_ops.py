@@ -265,6 +265,7 @@ def test_permission_denied_simulated_is_one_line(droot, monkeypatch):
         raise PermissionError(13, "Permission denied", path)
 
     monkeypatch.setattr(safety.Confined, "create_exclusive", denied)
+    monkeypatch.setattr(safety.InDir, "create", lambda self, name, _data: denied(self, name))  # (bulk writes)
     before = tree(droot)
     for cmd in (["publish", "jobs", "x"], ["config", "jobs", "priority=3"], ["requeue", "jobs", "--all"]):
         res = run(*cmd, "-r", droot)

@@ -20,8 +20,9 @@ import pytest
 from ops_inventory import inventory
 from peers import ddmq_broker
 from qconsole.backends import open_target
-from qconsole.backends.fs import batches
+from qconsole.backends.fs import batches, durable
 from qconsole.ops import Operations
+from sync_hooks import SYNC_MODES, hook_sync
 
 N = 7
 CALLS = ("rename", "link", "unlink", "open", "write", "fsync", "listdir", "close")
@@ -87,6 +88,8 @@ def _fail_at(n: int, fn, how: str, cls: type, then: int | None = None) -> str:
 
             for name in CALLS:
                 setattr(os, name, wrap(getattr(os, name)))
+            if durable.syncfs_call() is not None:  # a batch's barrier (a libc call, not os's)
+                durable._SYNCFS[:] = [wrap(durable.syncfs_call())]
             try:
                 fn()
             except KeyboardInterrupt:
@@ -313,26 +316,30 @@ def test_a_garbled_journal_of_a_real_crash_changes_nothing(tmp_path):
     _settled(root, "vsqs", expected)
 
 
-def test_ctrl_c_while_a_batch_is_handed_to_the_sync_threads_puts_every_message_back(tmp_path, monkeypatch):
+@pytest.mark.parametrize("mode", SYNC_MODES)
+def test_ctrl_c_while_a_batch_is_handed_to_the_sync_threads_puts_every_message_back(tmp_path, monkeypatch, mode):
     """The batch being handed out was in no list abort() reads: 256 claims stayed, hidden from
     consumers until a `recover` (review of the pipelined writer)."""
     root, expected = _root(tmp_path, "ddmq")
     _consume_some(root, "ddmq")
     monkeypatch.setattr(type(open_target(root)), "REQUEUE_BATCH", 2)
+    hook_sync(monkeypatch, mode, 2, lambda _batch, _fd: None)
     real_init = batches.BatchWriter.__init__
     submits = [0]
+    # ctrl+c mid hand-over of the second batch: its syncfs, or its second copy's fsync
+    at = 2 if mode == "syncfs" else 4
 
     def init(self, *a, **k):
         real_init(self, *a, **k)
-        real_submit = self.pool.submit
+        real_submit = self.barrier.pool.submit
 
         def submit(*sa, **sk):
             submits[0] += 1
-            if submits[0] == 4:  # the second batch's second copy: ctrl+c mid hand-over
+            if submits[0] == at:
                 raise KeyboardInterrupt
             return real_submit(*sa, **sk)
 
-        self.pool.submit = submit
+        self.barrier.pool.submit = submit
 
     monkeypatch.setattr(batches.BatchWriter, "__init__", init)
     with pytest.raises(KeyboardInterrupt):

@@ -15,6 +15,7 @@ from peers import vsqs_manager
 from qconsole.backends import open_target
 from qconsole.backends.fs.publish_batches import PUBLISH_BATCH
 from qconsole.ops import Operations
+from sync_hooks import SYNC_MODES, fail_files, hook_sync
 
 N = PUBLISH_BATCH * 3 + 17  # three full batches and a short one
 
@@ -113,26 +114,28 @@ def test_vsqs_batch_clash_check_never_reuses_an_id_another_name_carries(vsqs_roo
     assert got == [b"a", b"b", b"c", b"d"]
 
 
+@pytest.mark.parametrize("mode", SYNC_MODES)
 @pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
-def test_a_failed_fsync_takes_back_the_batch_and_keeps_what_was_published(tmp_path, monkeypatch, layout):
-    """The second batch's barrier fails (a full disk, an I/O error): the first batch stays
-    published and reported, the second's written copies are removed, the error is said."""
-    from qconsole.backends.fs import publish_batches
+def test_a_failed_fsync_takes_back_the_batch_and_keeps_what_was_published(tmp_path, monkeypatch, layout, mode):
+    """The second batch's barrier fails (a full disk, an I/O error: the batch's syncfs, then its
+    own files' fsyncs): the first batch stays published and reported, the second's written copies
+    are removed, the error is said."""
     from qconsole.errors import QConsoleError
 
     root = str(tmp_path / "r")
     os.makedirs(os.path.join(root, "q", "work") if layout == "ddmq" else os.path.join(root, "q"))
     if layout == "ddmq":
         open(os.path.join(root, "q", "ddmq.yaml"), "w").close()
-    real, calls = os.fsync, [0]
+    full = [False]
 
-    def fsync(fd):
-        calls[0] += 1
-        if calls[0] > PUBLISH_BATCH:
+    def before(batch: int, _fd: int) -> None:
+        if batch > 1:
+            full[0] = True
             raise OSError(28, "No space left on device")
-        return real(fd)
 
-    monkeypatch.setattr(publish_batches.os, "fsync", fsync)
+    hook_sync(monkeypatch, mode, PUBLISH_BATCH, before)
+    if mode == "syncfs":
+        fail_files(monkeypatch, lambda _fd: full[0], OSError(28, "No space left on device"))
     with pytest.raises((OSError, QConsoleError)) as info:
         _ops(root).publish("q", [b'"x"'] * N)
     assert "No space left" in str(info.value)

@@ -12,29 +12,29 @@ import signal
 import pytest
 
 from qconsole.backends import open_target
-from qconsole.backends.fs import publish_batches, safety
+from qconsole.backends.fs import safety
 from qconsole.backends.fs.publish_batches import PUBLISH_BATCH
 from qconsole.ops import Operations
 from sigint_helper import restore_sigint
+from sync_hooks import SYNC_MODES, hook_sync
 
 N = PUBLISH_BATCH * 3
 
 
+@pytest.mark.parametrize("mode", SYNC_MODES)
 @pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
-def test_a_second_ctrl_c_during_the_take_back_leaves_no_unpublished_copy(tmp_path, monkeypatch, layout):
+def test_a_second_ctrl_c_during_the_take_back_leaves_no_unpublished_copy(tmp_path, monkeypatch, layout, mode):
     root = str(tmp_path / "r")
     os.makedirs(os.path.join(root, "q", "work") if layout == "ddmq" else os.path.join(root, "q"))
     if layout == "ddmq":
         open(os.path.join(root, "q", "ddmq.yaml"), "w").close()
-    real_fsync, real_unlink = os.fsync, safety.Confined.unlink
-    calls, state = [0], {"first": False, "second": False}
+    real_unlink = safety.InDir.unlink
+    state = {"first": False, "second": False}
 
-    def fsync(fd):  # the first ctrl+c: at the second batch's barrier
-        calls[0] += 1
-        if calls[0] > PUBLISH_BATCH:
+    def before(batch, _fd):  # the first ctrl+c: at the second batch's barrier
+        if batch > 1:
             state["first"] = True
             raise KeyboardInterrupt
-        return real_fsync(fd)
 
     def unlink(self, path, *args, **kwargs):  # the second: as the take-back starts
         if state["first"] and not state["second"]:
@@ -42,8 +42,8 @@ def test_a_second_ctrl_c_during_the_take_back_leaves_no_unpublished_copy(tmp_pat
             os.kill(os.getpid(), signal.SIGINT)
         return real_unlink(self, path, *args, **kwargs)
 
-    monkeypatch.setattr(publish_batches.os, "fsync", fsync)
-    monkeypatch.setattr(safety.Confined, "unlink", unlink)
+    hook_sync(monkeypatch, mode, PUBLISH_BATCH, before)
+    monkeypatch.setattr(safety.InDir, "unlink", unlink)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, as in `qconsole`
     try:
         with pytest.raises(KeyboardInterrupt) as info:

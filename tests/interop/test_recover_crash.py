@@ -15,8 +15,9 @@ from qconsole.backends import open_target
 
 #: the move's file-system call it is killed before: its second batch's journal is written
 #: (each listing of a queue opens and closes its directory: two calls more per listing since
-#: session 23, which opens it without following a link)
-KILL_MOVE_AT = {"ddmq": 58, "vsqs": 60}
+#: session 23, which opens it without following a link; a batch's barrier is one syncfs, not
+#: an fsync per file, since session 24)
+KILL_MOVE_AT = {"ddmq": 54, "vsqs": 56}
 
 
 def _recover_dies_at(root: str, n: int) -> str:

@@ -18,6 +18,7 @@ from qconsole.backends import open_target
 from qconsole.backends.fs import batches, claims
 from qconsole.ops import Operations
 from sigint_helper import restore_sigint
+from sync_hooks import SYNC_MODES, hook_sync
 
 N = 700  # batches of 256: the interrupt lands in the second one
 
@@ -63,18 +64,17 @@ def _inventory(root: str) -> tuple[Counter, list[str]]:
     return texts, left
 
 
+@pytest.mark.parametrize("mode", SYNC_MODES)
 @pytest.mark.parametrize("layout,action", [("vsqs", "move"), ("ddmq", "move"), ("ddmq", "requeue")])
-def test_a_second_ctrl_c_during_the_abort_leaves_no_message_claimed(tmp_path, monkeypatch, layout, action):
+def test_a_second_ctrl_c_during_the_abort_leaves_no_message_claimed(tmp_path, monkeypatch, layout, action, mode):
     root = _root(tmp_path, layout)
-    real_sync, real_restore = batches._sync, claims.Claim.restore
-    calls, state = [0], {"first": False, "second": False}
+    real_restore = claims.Claim.restore
+    state = {"first": False, "second": False}
 
-    def sync(fd):  # the first ctrl+c: at the second batch's barrier
-        calls[0] += 1
-        if calls[0] > 300:
+    def before(batch, _fd):  # the first ctrl+c: at the second batch's barrier
+        if batch > 1:
             state["first"] = True
             raise KeyboardInterrupt
-        return real_sync(fd)
 
     def restore(self):  # the second: as the abort puts the first message back
         if state["first"] and not state["second"]:
@@ -82,7 +82,7 @@ def test_a_second_ctrl_c_during_the_abort_leaves_no_message_claimed(tmp_path, mo
             os.kill(os.getpid(), signal.SIGINT)
         return real_restore(self)
 
-    monkeypatch.setattr(batches, "_sync", sync)
+    hook_sync(monkeypatch, mode, batches.BATCH_SIZE, before)
     monkeypatch.setattr(claims.Claim, "restore", restore)
     ops = Operations(open_target(root), audit_log=str(tmp_path / "audit.log"))
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, as in `qconsole`
@@ -100,9 +100,10 @@ def test_a_second_ctrl_c_during_the_abort_leaves_no_message_claimed(tmp_path, mo
     assert texts == Counter(f"m-{i}" for i in range(N))
 
 
+@pytest.mark.parametrize("mode", SYNC_MODES)
 @pytest.mark.parametrize("at", [1, 200, 257, 300, 513])
 @pytest.mark.parametrize("layout", ["vsqs", "ddmq"])
-def test_ctrl_c_while_the_pools_work_never_hangs_nor_hides_a_message(tmp_path, monkeypatch, layout, at):
+def test_ctrl_c_while_the_pools_work_never_hangs_nor_hides_a_message(tmp_path, monkeypatch, layout, at, mode):
     """A real SIGINT sent while fsync workers run, the main thread preparing, submitting or
     waiting: raised inside an executor's submit or shutdown it could leave the pool's lock held
     and the abort's shutdown waiting for good (as publish's barrier did); both are held now."""
@@ -110,17 +111,17 @@ def test_ctrl_c_while_the_pools_work_never_hangs_nor_hides_a_message(tmp_path, m
     import time
 
     root = _root(tmp_path, layout)
-    real_sync, calls = batches._sync, [0]
     main = threading.main_thread().ident
+    # the at-th file's sync: of its batch, once per batch (syncfs) or that file (fsync)
+    batch_at, calls = (at - 1) // batches.BATCH_SIZE + 1, [0]
 
-    def sync(fd):
+    def before(batch, _fd):
         calls[0] += 1
-        if calls[0] == at:
+        if (calls[0] == at) if mode == "fsync" else (batch == batch_at):
             signal.pthread_kill(main, signal.SIGINT)
             time.sleep(0.01)
-        return real_sync(fd)
 
-    monkeypatch.setattr(batches, "_sync", sync)
+    hook_sync(monkeypatch, mode, batches.BATCH_SIZE, before)
     ops = Operations(open_target(root), audit_log=str(tmp_path / "audit.log"))
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:

@@ -13,6 +13,7 @@ from qconsole.backends import open_target
 from qconsole.backends.fs import batches, claims
 from qconsole.cli import ops as cli_ops
 from qconsole.ops import Operations
+from sync_hooks import SYNC_MODES, fail_files, hook_sync
 
 
 def _ops(root: str) -> Operations:
@@ -112,23 +113,24 @@ def test_a_batch_syncs_while_the_one_before_commits_and_two_at_most_are_claimed(
     assert not odd and set(found) == texts and set(found.values()) == {1}
 
 
-def test_an_error_mid_batch_puts_every_claimed_message_back(tmp_path, monkeypatch):
+@pytest.mark.parametrize("mode", SYNC_MODES)
+def test_an_error_mid_batch_puts_every_claimed_message_back(tmp_path, monkeypatch, mode):
     root = str(tmp_path / "d")
     b = ddmq_broker(root, "q")
     texts = {f"m-{i}" for i in range(20)}
     for t in sorted(texts):
         b.publish("q", t, clean=False)
     b.consume("q", n=20, clean=False)
-    calls = {"n": 0}
-    real = batches._sync
+    full = [False]
 
-    def failing(fd):
-        calls["n"] += 1
-        if calls["n"] == 10:  # in the second batch of 8
+    def failing(batch, _fd):
+        if batch == 2:  # the second batch of 8
+            full[0] = True
             raise OSError(28, "No space left on device")
-        return real(fd)
 
-    monkeypatch.setattr(batches, "_sync", failing)
+    hook_sync(monkeypatch, mode, 8, failing)
+    if mode == "syncfs":  # (and its own files' fsyncs then)
+        fail_files(monkeypatch, lambda _fd: full[0], OSError(28, "No space left on device"))
     monkeypatch.setattr(type(open_target(root)), "REQUEUE_BATCH", 8)
     try:
         _ops(root).requeue("q", all_held=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +18,14 @@ from ...errors import OperationError, QConsoleError
 def queue_number() -> str:
     """ddmq's get_queue_number(): ``str(time.time())`` without the dot."""
     return str(time.time()).replace(".", "")
+
+
+def uuid4_hex() -> str:
+    """``uuid.uuid4().hex`` (ddmq's message id) from one urandom call, without a UUID object."""
+    b = bytearray(os.urandom(16))
+    b[6] = b[6] & 0x0F | 0x40  # version 4
+    b[8] = b[8] & 0x3F | 0x80  # RFC 4122 variant
+    return b.hex()
 
 
 def settings_of(root: str, queue: str) -> dict[str, Any]:
@@ -38,7 +45,7 @@ def new_body(
 ) -> dict[str, Any]:
     """The JSON object ddmq's ``message.msg2json()`` writes (same keys, same order)."""
     qn = queue_number()
-    uid = uid or uuid.uuid4().hex
+    uid = uid or uuid4_hex()
     return {
         "message": text,
         "queue": queue,
@@ -65,14 +72,13 @@ def publish(c: safety.Confined, queue_dir: str, queue: str, texts: list[str], do
     its rename lands."""
     from ..fs.publish_batches import Copy, publish_batched
 
-    gid = c.dir_gid(queue_dir)
+    d = safety.InDir(c, queue_dir, c.dir_gid(queue_dir))
 
     def place(text: str) -> Copy:
         body = new_body(queue, text, **fields)
         final = safety.check_name(body["filename"], "message name")
         tmp = owned_name(TMP, new_token())
-        fd = c.write_new_open(os.path.join(queue_dir, tmp), encode(body), gid)
-        return Copy(tmp, final, body["id"], fd, text)
+        return Copy(tmp, final, body["id"], d.create(tmp, encode(body)), text)
 
     publish_batched(c, queue_dir, texts, place, done, tick=tick)
 

@@ -7,9 +7,9 @@ directory:
 
 1. each message is claimed (:class:`.claims.Claim`) and its new copy written to a tmp named
    with the claim's token (VSQS: also linked to an exclusive ``<id>.new``), left open;
-2. barrier: the batch's copies fsynced all at once by worker threads (they arrive together,
-   so the file system commits them in a few journal commits; fsyncs trickling in as each copy
-   was written forced a commit each and stalled the writer: 1.5-2x slower); a ``check`` hook
+2. barrier: the batch's copies made durable at once (:class:`.durable.Barrier`: one syncfs of
+   their file system; fsyncs trickling in as each copy was written forced a commit each and
+   stalled the writer: 1.5-2x slower); a ``check`` hook
    may re-place copies (VSQS: one listing of the destination is the clash check of every
    ``<id>.new`` of the batch);
 3. the journal, naming every entry's claim token, source, commit rename and tmp, is written
@@ -43,14 +43,13 @@ from typing import Any
 
 from ...errors import QConsoleError
 from . import safety
+from .durable import Barrier
 from .interrupts import CtrlCHeld
 from .claims import (BATCH, CLAIM, TMP, Claim, Owned, Placement, RecoverReport, new_token, owned_name,
                      owner_alive, parse_owned, _claim_problem, _is_reg)
 
 #: messages per batch (one journal each); bounded so a journal stays well below its cap
 BATCH_SIZE = 256
-#: fsyncs in flight at once at a barrier: concurrent fsyncs share the journal's commits
-SYNC_THREADS = 16
 #: unlinks in flight at once at a commit (the claimed originals': each frees written blocks)
 DROP_THREADS = 4
 #: how far a batch's commit renames may run ahead of its claim drops: an entry renamed whose
@@ -60,12 +59,6 @@ DROP_AHEAD = 2 * DROP_THREADS
 SCHEMA = "qconsole.batch/1"
 MAX_BATCH_JOURNAL_BYTES = 1 << 20
 MAX_ENTRIES = 4096
-
-
-def _sync(fd: int) -> None:
-    """A worker's part of the barrier: the descriptor stays its entry's (closed by the writer
-    once the fsync is done, or by abort(): never twice, whatever interrupts the hand-over)."""
-    os.fsync(fd)
 
 
 def _close(e: Entry) -> None:
@@ -92,7 +85,7 @@ class BatchWriter:
     Use as a context manager: on an error, what is not committed is undone and the error
     propagates; the worker threads are always shut down.
 
-    Pipelined: a full batch's fsyncs start at once and the batch is committed when the next
+    Pipelined: a full batch's sync starts at once and the batch is committed when the next
     one is full (or at :meth:`flush`), so the disk syncs one batch while this thread commits
     the one before and prepares the next (they took turns: ~a quarter of a requeue's time was
     spent waiting on the barrier alone). At most two batches are claimed at once.
@@ -102,12 +95,12 @@ class BatchWriter:
                  check: Callable[[list[Entry]], None] | None = None) -> None:
         self.c, self.journal_dir, self.dest, self.size, self.check = c, journal_dir, dest_queue, size, check
         self.pending: list[Entry] = []  # being prepared
-        #: the batch whose fsyncs run, not committed yet: (entries, their fsyncs); it is set
-        #: before any fsync is handed out, so an interrupt anywhere leaves its entries findable
+        #: the batch whose sync runs, not committed yet: (entries, its sync's futures); it is
+        #: set before the sync is handed out, so an interrupt anywhere leaves its entries findable
         self.syncing: tuple[list[Entry], list[Future]] | None = None
         self.failed: list[Entry] = []  # of a batch whose commit raised (abort() judges them)
         self.journal: str | None = None  # of the batch being committed
-        self.pool = ThreadPoolExecutor(SYNC_THREADS)
+        self.barrier = Barrier()  # (the descriptors stay the entries': closed by _commit or abort)
         self.drops = ThreadPoolExecutor(DROP_THREADS)
 
     def __enter__(self) -> BatchWriter:
@@ -124,7 +117,7 @@ class BatchWriter:
                     self.abort()
         finally:
             with CtrlCHeld():  # (the pools' own machinery is never cut half-way: see _start_sync)
-                self.pool.shutdown(wait=True)
+                self.barrier.shutdown(wait=True)
                 self.drops.shutdown(wait=True)
 
     def add(self, key: Any, claim: Claim, placement: Placement, fd: int | None) -> list[Any]:
@@ -158,7 +151,7 @@ class BatchWriter:
         return done
 
     def _start_sync(self) -> None:
-        """The pending batch becomes :attr:`syncing`, then its copies go to the fsync threads."""
+        """The pending batch becomes :attr:`syncing`, then its copies go to the barrier."""
         batch: tuple[list[Entry], list[Future]] = (self.pending, [])
         # syncing first, pending after: an interrupt between them leaves the entries in both
         # (abort() takes each once), never in neither
@@ -168,9 +161,7 @@ class BatchWriter:
         # worker thread half started) it can leave every worker blocked and the shutdown waiting
         # for them for good (seen in publish's barrier, review of 32eac71)
         with CtrlCHeld():
-            for e in batch[0]:
-                if e.fd is not None:
-                    batch[1].append(self.pool.submit(_sync, e.fd))
+            batch[1].extend(self.barrier.start([e.fd for e in batch[0] if e.fd is not None]))
 
     def _commit(self, entries: list[Entry], futures: list[Future]) -> list[Any]:
         """Commit ``entries`` (held in :attr:`failed` meanwhile, for abort() to judge)."""
@@ -231,8 +222,8 @@ class BatchWriter:
         """Undo every entry taken whose copy is not committed: copy dropped, message put
         back. Without a journal nothing was committed; with one, an entry whose commit source
         is gone was, and keeps its claim (and the journal) for recover."""
-        # every fsync and drop handed out has ended (even one whose future an interrupt lost)
-        self.pool.shutdown(wait=True)
+        # every sync and drop handed out has ended (even one whose future an interrupt lost)
+        self.barrier.shutdown(wait=True)
         self.drops.shutdown(wait=True)
         taken = self.failed + (self.syncing[0] if self.syncing is not None else []) + self.pending
         self.failed, self.syncing, self.pending = [], None, []

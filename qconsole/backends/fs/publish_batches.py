@@ -25,16 +25,14 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from . import safety
+from .durable import Barrier
 from .interrupts import CtrlCHeld, TermAsCtrlC
 
 #: copies per batch: one clash listing and one round of fsyncs each
 PUBLISH_BATCH = 256
-#: fsyncs in flight at once (as a transfer's barrier: concurrent fsyncs share journal commits)
-SYNC_THREADS = 16
 
 
 class Copy:
@@ -75,51 +73,52 @@ def _publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], p
                      check: Callable[[list[Copy]], None] | None, tick: Callable[[int, int], None] | None,
                      size: int) -> None:
     total = len(items)
-    pool = ThreadPoolExecutor(SYNC_THREADS)
+    d = safety.InDir(c, queue_dir)
+    barrier = Barrier()
     try:
         for start in range(0, total, size):
             batch: list[Copy] = []
             renamed = 0
             try:
-                for item in items[start:start + size]:
-                    if tick is not None:
-                        tick(start + len(batch), total)
-                    with CtrlCHeld():
-                        batch.append(place(item))
-                if check is not None:
-                    check(batch)
-                # the barrier (raises the first error), ctrl+c held: raised inside the pool's own
-                # machinery (a submit holding its idle semaphore's lock) it left that lock held,
-                # every worker blocked on it and the take-back's shutdown(wait=True) hung for good
+                # ctrl+c held for the whole batch (a few ms of system calls, and the barrier):
+                # raised between a copy's create and its place in the batch it left a file
+                # nobody knew of, between a rename and its count a published id the audit line
+                # missed, inside the pool's own machinery (a submit holding its idle
+                # semaphore's lock) every worker blocked and the take-back's shutdown hung
                 with CtrlCHeld():
-                    for _ in pool.map(os.fsync, [cp.fd for cp in batch]):
-                        pass
-                for cp in batch:
-                    cp.close()
-                for cp in batch:
-                    src = os.path.join(queue_dir, cp.name)
-                    with CtrlCHeld():
-                        if not c.rename(src, os.path.join(queue_dir, cp.final)):
-                            raise OSError(errno.ENOENT, "removed by someone else before it was published", src)
+                    for item in items[start:start + size]:
+                        if tick is not None:
+                            tick(start + len(batch), total)
+                        batch.append(place(item))
+                    if check is not None:
+                        check(batch)
+                    for f in barrier.start([cp.fd for cp in batch if cp.fd is not None]):
+                        f.result()  # (raises the first error)
+                    for cp in batch:
+                        cp.close()
+                    for cp in batch:
+                        if not d.rename(cp.name, cp.final):
+                            raise OSError(errno.ENOENT, "removed by someone else before it was published",
+                                          os.path.join(queue_dir, cp.name))
                         renamed += 1
                         done.append(cp.id)
                         if cp.tmp:  # (a kill before this leaves a second link of a live message: recover drops it)
-                            c.unlink(os.path.join(queue_dir, cp.tmp))
+                            d.unlink(cp.tmp)
             except BaseException:
                 # a second ctrl+c (an operator presses it twice) is held until the take-back is
                 # done: raised inside it, it left up to a batch of VSQS .new files that nothing
                 # ever removes (race review); the exception on its way out says it all
                 with CtrlCHeld(reraise=False):
-                    pool.shutdown(wait=True)  # no fsync still running on a descriptor closed here
+                    barrier.shutdown(wait=True)  # no sync still running on a descriptor closed here
                     for cp in batch[renamed:]:  # written, never a message: taken back
                         cp.close()
-                        c.unlink(os.path.join(queue_dir, cp.name))
+                        d.unlink(cp.name)
                         if cp.tmp:
-                            c.unlink(os.path.join(queue_dir, cp.tmp))
+                            d.unlink(cp.tmp)
                 raise
     finally:
         with CtrlCHeld():  # (the pool's own shutdown, as its barrier: never cut half-way)
-            pool.shutdown(wait=True)
+            barrier.shutdown(wait=True)
     if tick is not None:
         tick(total, total)
 

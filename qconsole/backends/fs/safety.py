@@ -530,6 +530,63 @@ class Confined:
             self.rmdir(d)
 
 
+class InDir:
+    """One directory of a :class:`Confined`, opened once, for a bulk change's many files in
+    it (publish's copies, a batch's tmps and commit renames): each call is one system call on
+    a plain name, not a walk of two paths, a join and a group check per file."""
+
+    def __init__(self, c: Confined, path: str, gid: int | None = None) -> None:
+        self.c, self.path = c, path
+        self.fd = c.dir(path)
+        self.gid = gid
+        # a new file takes the directory's group when it is setgid, else ours: only then
+        # does a file need its group looked at (the first one tells a grpid mount)
+        st = os.fstat(self.fd)
+        self._check_group = gid is not None and not (st.st_mode & stat.S_ISGID or os.getegid() == gid)
+
+    def create(self, name: str, data: bytes) -> int:
+        """``name`` created exclusively (``O_NOFOLLOW``, mode minus umask) and written; its
+        descriptor, open for the caller's sync. Removed again if writing failed."""
+        f = os.open(check_name(name), _CREATE_FLAGS, 0o666, dir_fd=self.fd)
+        try:
+            if self._check_group:
+                if os.fstat(f).st_gid == self.gid:
+                    self._check_group = False  # (the file system gives the directory's group)
+                else:
+                    _fix_group(f, self.gid)
+            n = os.write(f, data)
+            if n != len(data):
+                write_all(f, data[n:])
+        except BaseException:
+            os.close(f)
+            self.unlink(name)
+            raise
+        return f
+
+    def rename(self, src: str, dst: str) -> bool:
+        """:meth:`Confined.rename` within the directory (``dst`` replaced as rename does);
+        False when ``src`` (a name :meth:`create` made) was gone."""
+        try:
+            os.rename(src, check_name(dst), src_dir_fd=self.fd, dst_dir_fd=self.fd)
+            return True
+        except FileNotFoundError:  # (an NFS retransmit of a rename that happened, as there)
+            return self._lexists(dst) and not self._lexists(src)
+
+    def unlink(self, name: str) -> bool:
+        try:
+            os.unlink(check_name(name), dir_fd=self.fd)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def _lexists(self, name: str) -> bool:
+        try:
+            os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+            return True
+        except FileNotFoundError:
+            return False
+
+
 class DirPair:
     """A source and a destination directory of one :class:`Confined` (opened once, never
     through a link): a bulk restore moves each name with one call instead of walking two

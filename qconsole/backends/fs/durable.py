@@ -1,0 +1,110 @@
+"""A batch of just-written files made durable at once: the barrier of publish and transfers.
+
+Each file fsynced on its own cost a write of its parent directory and a cache flush (ext4
+without a journal: ``ext4_sync_parent``), or a journal commit shared by the fsyncs in flight:
+16 threads reached ~9,000 files/s where writing them took ~26,000/s. ``syncfs(2)`` of the file
+system holding the batch writes every dirty page and inode in one pass and flushes once:
+~20,000/s. It is as durable (since Linux 5.8 it reports a writeback error that happened after
+the descriptor it is given was opened: the batch's first file), but it also writes others'
+dirty data, so:
+
+* a syncfs that fails is followed by an fsync of each file of the batch, which tells ours
+  from another file's error (ours raises), and the operation goes on one file at a time;
+* a syncfs slower than :data:`SLOW_SYNCFS_S` (someone's big write on a shared file system)
+  ends syncfs for the rest of the operation;
+* without syncfs (not Linux, a kernel before 5.8, no libc symbol) each file is fsynced.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+#: fsyncs in flight at once, file by file (concurrent fsyncs share a journal's commits)
+FSYNC_THREADS = 16
+#: a syncfs taking longer than this is writing others' data: file by file from then on
+SLOW_SYNCFS_S = 2.0
+
+
+def fsync_file(fd: int) -> None:
+    """One file's fsync (tests replace it to fail one)."""
+    os.fsync(fd)
+
+
+def _kernel_reports_errors() -> bool:
+    """syncfs returned 0 after a writeback error before Linux 5.8."""
+    try:
+        major, minor = (int(x) for x in os.uname().release.split(".")[:2])
+    except (ValueError, AttributeError):
+        return False
+    return (major, minor) >= (5, 8)
+
+
+def _load_syncfs() -> Callable[[int], None] | None:
+    if not hasattr(os, "uname") or os.uname().sysname != "Linux" or not _kernel_reports_errors():
+        return None
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError, ImportError):
+        return None
+    fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+
+    def syncfs(fd: int) -> None:  # (ctypes drops the GIL for the call)
+        if fn(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+
+    return syncfs
+
+
+_SYNCFS: list[Callable[[int], None] | None] = []
+
+
+def syncfs_call() -> Callable[[int], None] | None:
+    """The process's syncfs (None: there is none); looked up once."""
+    if not _SYNCFS:
+        _SYNCFS.append(_load_syncfs())
+    return _SYNCFS[0]
+
+
+class Barrier:
+    """Start making a batch's open descriptors durable (:meth:`start`); the futures it returns
+    raise what failed. One per operation: it remembers when syncfs stopped paying."""
+
+    def __init__(self) -> None:
+        self.syncfs = syncfs_call()
+        self.pool = ThreadPoolExecutor(FSYNC_THREADS)
+
+    def start(self, fds: Sequence[int]) -> list[Future]:
+        """Sync ``fds``: files just written in ONE directory (so on one file system), still
+        open (the caller closes them once the futures are done)."""
+        if self.syncfs is None:
+            return [self.pool.submit(fsync_file, fd) for fd in fds]
+        return [self.pool.submit(self._whole_fs, list(fds))] if fds else []
+
+    def _whole_fs(self, fds: list[int]) -> None:
+        call = self.syncfs
+        if call is None:  # (turned off by another batch meanwhile)
+            for fd in fds:
+                fsync_file(fd)
+            return
+        began = time.monotonic()
+        try:
+            call(fds[0])  # the batch's first file: errors since it was opened
+        except OSError:
+            self.syncfs = None  # someone's error or ours: each file says
+            for fd in fds:
+                fsync_file(fd)
+            return
+        if time.monotonic() - began > SLOW_SYNCFS_S:
+            self.syncfs = None
+
+    def shutdown(self, wait: bool = True) -> None:
+        self.pool.shutdown(wait=wait)
+
+
+__all__ = ["Barrier", "FSYNC_THREADS", "SLOW_SYNCFS_S", "fsync_file", "syncfs_call"]
