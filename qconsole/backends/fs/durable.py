@@ -12,7 +12,12 @@ dirty data, so:
   from another file's error (ours raises), and the operation goes on one file at a time;
 * a syncfs slower than :data:`SLOW_SYNCFS_S` (someone's big write on a shared file system)
   ends syncfs for the rest of the operation;
-* without syncfs (not Linux, a kernel before 5.8, no libc symbol) each file is fsynced.
+* without syncfs (not Linux, a kernel before 5.8, no libc symbol) each file is fsynced;
+* so is each file on a file system not in :data:`SYNCFS_FS`: syncfs is as strong as each
+  file's fsync only where the file system's own sync writes and flushes everything. On FUSE
+  (JuiceFS, GlusterFS, mergerfs, sshfs, gocryptfs ...) it never reaches the daemon's fsync
+  (no FUSE_FSYNC is sent: a publish was "durable" with its copies in the daemon's buffers);
+  network and stacked file systems (NFS, CIFS, 9p, overlay) differ each in their own way.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 FSYNC_THREADS = 16
 #: a syncfs taking longer than this is writing others' data: file by file from then on
 SLOW_SYNCFS_S = 2.0
+#: statfs(2) f_type of the local file systems whose syncfs makes every file as durable as its
+#: own fsync and reports its writeback errors (tmpfs: nothing is durable, both are no-ops)
+SYNCFS_FS = {0xEF53: "ext2/3/4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0xF2F52010: "f2fs",
+             0x01021994: "tmpfs"}
 
 
 def fsync_file(fd: int) -> None:
@@ -62,6 +71,37 @@ def _load_syncfs() -> Callable[[int], None] | None:
 
 
 _SYNCFS: list[Callable[[int], None] | None] = []
+_FSTATFS: list[Callable[[int], int | None]] = []
+
+
+def _load_fstatfs() -> Callable[[int], int | None]:
+    """fd -> its file system's f_type (None: unknown). Read as the low 32 bits of the
+    struct's first field, which only a little-endian machine has at offset 0 whatever its
+    width (``long`` on most Linux ABIs, ``unsigned int`` on s390x)."""
+    import sys
+
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None, use_errno=True).fstatfs
+    except (OSError, AttributeError, ImportError):
+        return lambda fd: None
+    if sys.byteorder != "little":
+        return lambda fd: None
+    fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_int
+
+    def fs_type(fd: int) -> int | None:
+        buf = (ctypes.c_uint32 * 64)()  # (struct statfs is 120 bytes on 64-bit Linux)
+        return buf[0] if fn(fd, buf) == 0 else None
+
+    return fs_type
+
+
+def fs_type(fd: int) -> int | None:
+    """statfs(2)'s f_type of the file system holding ``fd`` (None: unknown)."""
+    if not _FSTATFS:
+        _FSTATFS.append(_load_fstatfs())
+    return _FSTATFS[0](fd)
 
 
 def syncfs_call() -> Callable[[int], None] | None:
@@ -82,6 +122,8 @@ class Barrier:
     def start(self, fds: Sequence[int]) -> list[Future]:
         """Sync ``fds``: files just written in ONE directory (so on one file system), still
         open (the caller closes them once the futures are done)."""
+        if self.syncfs is not None and fds and fs_type(fds[0]) not in SYNCFS_FS:
+            self.syncfs = None  # (one directory per operation: so are the batches after)
         if self.syncfs is None:
             return [self.pool.submit(fsync_file, fd) for fd in fds]
         return [self.pool.submit(self._whole_fs, list(fds))] if fds else []
@@ -107,4 +149,4 @@ class Barrier:
         self.pool.shutdown(wait=wait)
 
 
-__all__ = ["Barrier", "FSYNC_THREADS", "SLOW_SYNCFS_S", "fsync_file", "syncfs_call"]
+__all__ = ["Barrier", "FSYNC_THREADS", "SLOW_SYNCFS_S", "SYNCFS_FS", "fs_type", "fsync_file", "syncfs_call"]
