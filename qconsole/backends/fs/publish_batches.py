@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -80,30 +81,38 @@ def _publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], p
             batch: list[Copy] = []
             renamed = 0
             try:
-                # ctrl+c held for the whole batch (a few ms of system calls, and the barrier):
-                # raised between a copy's create and its place in the batch it left a file
-                # nobody knew of, between a rename and its count a published id the audit line
+                # ctrl+c held for the whole batch (system calls, and the barrier): raised
+                # between a copy's create and its place in the batch it left a file nobody
+                # knew of, between a rename and its count a published id the audit line
                 # missed, inside the pool's own machinery (a submit holding its idle
-                # semaphore's lock) every worker blocked and the take-back's shutdown hung
-                with CtrlCHeld():
+                # semaphore's lock) every worker blocked and the take-back's shutdown hung.
+                # One held stops the batch at the next copy or before its barrier (it ran the
+                # whole batch: 256 copies of 4 MB written, synced and published, 6 s after a
+                # ctrl+c at the first one)
+                held = CtrlCHeld()
+                with held:
                     for item in items[start:start + size]:
+                        if _stopping(held):
+                            break
                         if tick is not None:
                             tick(start + len(batch), total)
                         batch.append(place(item))
-                    if check is not None:
+                    if not _stopping(held) and check is not None:
                         check(batch)
-                    for f in barrier.start([cp.fd for cp in batch if cp.fd is not None]):
-                        f.result()  # (raises the first error)
-                    for cp in batch:
-                        cp.close()
-                    for cp in batch:
-                        if not d.rename(cp.name, cp.final):
-                            raise OSError(errno.ENOENT, "removed by someone else before it was published",
-                                          os.path.join(queue_dir, cp.name))
-                        renamed += 1
-                        done.append(cp.id)
-                        if cp.tmp:  # (a kill before this leaves a second link of a live message: recover drops it)
-                            d.unlink(cp.tmp)
+                    if not _stopping(held):  # (one that comes from here on: the batch is published whole, then raised)
+                        for f in barrier.start([cp.fd for cp in batch if cp.fd is not None]):
+                            f.result()  # (raises the first error)
+                        for cp in batch:
+                            cp.close()
+                        for cp in batch:
+                            if not d.rename(cp.name, cp.final):
+                                raise OSError(errno.ENOENT, "removed by someone else before it was published",
+                                              os.path.join(queue_dir, cp.name))
+                            renamed += 1
+                            done.append(cp.id)
+                            if cp.tmp:  # (a kill before this leaves a second link of a live message: recover drops it)
+                                d.unlink(cp.tmp)
+                # (a ctrl+c held is raised as the hold ends: what was not renamed is taken back)
             except BaseException:
                 # a second ctrl+c (an operator presses it twice) is held until the take-back is
                 # done: raised inside it, it left up to a batch of VSQS .new files that nothing
@@ -121,6 +130,12 @@ def _publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], p
             barrier.shutdown(wait=True)
     if tick is not None:
         tick(total, total)
+
+
+def _stopping(held: CtrlCHeld) -> bool:
+    """A ctrl+c (or SIGTERM taken as one) is held that ``held`` raises as it ends: Python's own
+    handler or none (another handler may ignore it: then the batch goes on as if none came)."""
+    return held.got_term or (held.got and held.prev in (signal.default_int_handler, signal.SIG_DFL))
 
 
 __all__ = ["Copy", "PUBLISH_BATCH", "publish_batched"]
