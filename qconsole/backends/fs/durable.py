@@ -5,7 +5,7 @@ without a journal: ``ext4_sync_parent``), or a journal commit shared by the fsyn
 16 threads reached ~9,000 files/s where writing them took ~26,000/s. ``syncfs(2)`` of the file
 system holding the batch writes every dirty page and inode in one pass and flushes once:
 ~20,000/s. It is as durable (since Linux 5.8 it reports a writeback error that happened after
-the descriptor it is given was opened: the batch's first file), but it also writes others'
+the descriptor it is given was opened: one opened before every file of the batch), but it also writes others'
 dirty data, so:
 
 * a syncfs that fails is followed by an fsync of each file of the batch, which tells ours
@@ -119,16 +119,21 @@ class Barrier:
         self.syncfs = syncfs_call()
         self.pool = ThreadPoolExecutor(FSYNC_THREADS)
 
-    def start(self, fds: Sequence[int]) -> list[Future]:
+    def start(self, fds: Sequence[int], since: int | None = None) -> list[Future]:
         """Sync ``fds``: files just written in ONE directory (so on one file system), still
-        open (the caller closes them once the futures are done)."""
-        if self.syncfs is not None and fds and fs_type(fds[0]) not in SYNCFS_FS:
+        open (the caller closes them once the futures are done). syncfs reports the errors
+        since the descriptor it is given was opened: ``since``, one opened before every file
+        of the batch (their directory's), else ``fds[0]``, which must then be the first
+        opened (a copy placed again, with a new descriptor, must not come first: an error
+        of the others that someone's syncfs saw before it was opened went unreported)."""
+        first = fds[0] if since is None and fds else since
+        if self.syncfs is not None and fds and fs_type(first) not in SYNCFS_FS:  # type: ignore[arg-type]
             self.syncfs = None  # (one directory per operation: so are the batches after)
         if self.syncfs is None:
             return [self.pool.submit(fsync_file, fd) for fd in fds]
-        return [self.pool.submit(self._whole_fs, list(fds))] if fds else []
+        return [self.pool.submit(self._whole_fs, list(fds), first)] if fds else []
 
-    def _whole_fs(self, fds: list[int]) -> None:
+    def _whole_fs(self, fds: list[int], first: int) -> None:
         call = self.syncfs
         if call is None:  # (turned off by another batch meanwhile)
             for fd in fds:
@@ -136,7 +141,7 @@ class Barrier:
             return
         began = time.monotonic()
         try:
-            call(fds[0])  # the batch's first file: errors since it was opened
+            call(first)  # errors since it was opened (or last synced)
         except OSError:
             self.syncfs = None  # someone's error or ours: each file says
             for fd in fds:

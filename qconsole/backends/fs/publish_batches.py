@@ -100,7 +100,9 @@ def _publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], p
                     if not _stopping(held) and check is not None:
                         check(batch)
                     if not _stopping(held):  # (one that comes from here on: the batch is published whole, then raised)
-                        for f in barrier.start([cp.fd for cp in batch if cp.fd is not None]):
+                        # since the directory's descriptor: opened before every copy (the
+                        # first copy's may be newer than the others': placed again by check)
+                        for f in barrier.start([cp.fd for cp in batch if cp.fd is not None], since=d.fd):
                             f.result()  # (raises the first error)
                         for cp in batch:
                             cp.close()
