@@ -9,7 +9,8 @@ its own clash check: a listing of the whole queue, so ``publish -n 60000`` was q
 2. checked together: the layout's ``check`` may re-place some (VSQS: one listing after every
    create of the batch is the clash check of all of them);
 3. fsynced side by side by worker threads (they share the file system's journal commits);
-4. renamed into place in order, each id counted as published the moment its rename lands.
+4. renamed into place in order, each id counted as published the moment its rename lands;
+   the directory fsynced once the batch is renamed.
 
 A failure or ctrl+c takes back every copy of the batch not renamed yet (it was never a message);
 what was renamed stays published and is reported. ctrl+c is held back (:class:`CtrlCHeld`)
@@ -114,6 +115,10 @@ def _publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], p
                             done.append(cp.id)
                             if cp.tmp:  # (a kill before this leaves a second link of a live message: recover drops it)
                                 d.unlink(cp.tmp)
+                        # the renames durable: cut off before its directory reached the disk, a
+                        # published batch came back as temp files (ddmq) or <id>.new files
+                        # (VSQS) that recover removes as a dead publisher's
+                        os.fsync(d.fd)
                 # (a ctrl+c held is raised as the hold ends: what was not renamed is taken back)
             except BaseException:
                 # a second ctrl+c (an operator presses it twice) is held until the take-back is
