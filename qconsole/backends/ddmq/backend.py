@@ -168,13 +168,14 @@ class DdmqBackend(FileBackend):
         from ...errors import QConsoleError
         from ...payload import MAX_PARSE
         from ..fs import batches, claims, safety
-        from ..results import CONSUMED
+        from ..results import CONSUMED, Partial
         from . import writes
 
         qdir = self.require_queue(queue)
         # settings read once per operation, validated as publish validates a priority
         prio = _checked(self._conf(queue).get("requeue_prio", 0), "the queue's requeue_prio")
         out: list[tuple[str, str | None]] = []
+        self.partial = Partial(outcomes=out)  # the committed ones, if it stops early
         with safety.Confined(self.path) as c:
             gid = c.dir_gid(qdir)
             with batches.BatchWriter(c, qdir, queue, size=self.REQUEUE_BATCH) as writer:

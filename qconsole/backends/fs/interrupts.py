@@ -35,6 +35,12 @@ class CtrlCHeld:
     def _hold(self, _signum: int, _frame: object) -> None:
         self.got = True
 
+    @property
+    def came(self) -> bool:
+        """A ctrl+c (or a SIGTERM taken as one) came while held: for a ``reraise=False`` hold
+        whose owner raises it later, at a point of its choosing."""
+        return self.got or self.got_term
+
     def _hold_term(self, _signum: int, _frame: object) -> None:
         self.got_term = True
 
