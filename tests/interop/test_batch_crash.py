@@ -388,4 +388,4 @@ def test_commit_renames_run_at_most_a_few_entries_ahead_of_the_claim_drops(tmp_p
     monkeypatch.setattr(batches, "_unlink_all", slow_drop)
     res = _ops(root).move("src", "dst", all_=True)
     assert len(res.done) == n
-    assert state["most"] == 1, state  # each claim dropped before the next rename
+    assert 1 <= state["most"] <= batches.COMMIT_CHUNK, state  # claims dropped after each chunk's fsync

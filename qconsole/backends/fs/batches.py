@@ -15,9 +15,10 @@ directory:
 3. the journal, naming every entry's claim token, source, commit rename and tmp, is written
    to a tmp of the batch's own token, fsynced, renamed to its name, its directory fsynced:
    a journal under its name is always whole (a torn one is planted, never ours);
-4. per entry: commit rename, drop the claim, drop the tmp when it is a second link of the
-   copy (VSQS) -- while the claim is there, so is that link: the proof of the commit (ctrl+c
-   held for the batch's commit: it stops the writer after it);
+4. per chunk of entries: commit renames, their directory fsynced, then per entry the claim
+   dropped and the tmp when it is a second link of the copy (VSQS) -- while the claim is
+   there, so is that link: the proof of the commit (ctrl+c held for the batch's commit: it
+   stops the writer after it);
 5. the journal goes.
 
 A batch's barrier runs while this thread commits the batch before it and prepares the next
@@ -50,6 +51,10 @@ from .claims import (BATCH, CLAIM, TMP, Claim, Owned, Placement, RecoverReport, 
 
 #: messages per batch (one journal each); bounded so a journal stays well below its cap
 BATCH_SIZE = 256
+#: commit renames fsynced together before their claims are dropped: an entry renamed whose
+#: claim is still there is one a kill leaves for recover to judge, and one whose copy a
+#: consumer takes meanwhile it cannot settle (left alone, reported): at most this many
+COMMIT_CHUNK = 32
 SCHEMA = "qconsole.batch/1"
 MAX_BATCH_JOURNAL_BYTES = 1 << 20
 MAX_ENTRIES = 4096
@@ -178,17 +183,29 @@ class BatchWriter:
         # has counted these keys (raised here, a committed batch went unreported)
         hold = CtrlCHeld(reraise=False)
         with hold:
-            for e in entries:
-                p = e.placement
-                d = self._in(p.dest_dir)
-                if not d.rename(p.commit_from, p.final):
-                    # only we know the tmp/.new name: left with the journal for recover
-                    raise OSError(errno.ENOENT, "commit rename lost its source", os.path.join(p.dest_dir, p.commit_from))
+            for at in range(0, len(entries), COMMIT_CHUNK):
+                chunk = entries[at:at + COMMIT_CHUNK]
+                dirs: dict[str, safety.InDir] = {}
+                for e in chunk:
+                    p = e.placement
+                    d = dirs[p.dest_dir] = self._in(p.dest_dir)
+                    if not d.rename(p.commit_from, p.final):
+                        # only we know the tmp/.new name: left with the journal for recover
+                        raise OSError(errno.ENOENT, "commit rename lost its source",
+                                      os.path.join(p.dest_dir, p.commit_from))
+                # the renames on the disk before their claims go: the next journal fsyncs the
+                # source's directory, and a power cut then left a move's copies under temp
+                # names (which recover removes) with no claim left
+                for d in dirs.values():
+                    os.fsync(d.fd)
                 # a claim left means "maybe not committed"; the tmp link (VSQS) goes after the
-                # claim: while the claim is there, it is the proof of the commit. Dropped right
-                # after the rename, in this thread: unlink threads cost more in handing the GIL
-                # back and forth than they saved (a requeue on tmpfs: 6,200/s -> 10,500/s)
-                _unlink_all([c.at(e.claim.path), *([(d.fd, p.tmp)] if p.tmp and p.tmp != p.commit_from else [])])
+                # claim: while the claim is there, it is the proof of the commit. Dropped in
+                # this thread: unlink threads cost more in handing the GIL back and forth than
+                # they saved (a requeue on tmpfs: 6,200/s -> 10,500/s)
+                for e in chunk:
+                    p = e.placement
+                    _unlink_all([c.at(e.claim.path),
+                                 *([(dirs[p.dest_dir].fd, p.tmp)] if p.tmp and p.tmp != p.commit_from else [])])
             c.unlink(journal)
             self.journal = None
             self.failed = []
