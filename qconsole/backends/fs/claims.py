@@ -145,7 +145,8 @@ class Placement:
 
 
 class Claim:
-    """One message held by this process; every step goes through ``c`` (:mod:`.safety`)."""
+    """One message held by this process; every step goes through ``c`` (:mod:`.safety`), on
+    names in the message's directory, opened once per operation (:meth:`.safety.Confined.in_dir`)."""
 
     def __init__(self, c: safety.Confined, queue_dir: str, relpath: str, token: str | None = None) -> None:
         safety.check_relpath(relpath)
@@ -153,15 +154,23 @@ class Claim:
         self.queue_dir = queue_dir
         self.relpath = relpath
         self.token = token or new_token()
-        sub, _, name = relpath.rpartition("/")
+        sub, _, self.name = relpath.rpartition("/")
         self.dir = os.path.join(queue_dir, sub) if sub else queue_dir
-        self.src = os.path.join(queue_dir, relpath)
-        self.path = os.path.join(self.dir, owned_name(CLAIM, self.token, relpath))
+        self.claim_name = owned_name(CLAIM, self.token, relpath)
+        self.d = c.in_dir(self.dir)
+
+    @property
+    def src(self) -> str:
+        return os.path.join(self.dir, self.name)
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.dir, self.claim_name)
 
     def acquire(self) -> bool:
         """Take the message; False when it is gone (consumed, acked or moved meanwhile)."""
         try:
-            return self.c.rename(self.src, self.path)
+            return self.d.rename(self.name, self.claim_name)
         except BaseException:
             # a ctrl+c during the rename syscall raises as it returns: the message is claimed
             # but no caller holds the claim to put it back, so it stayed hidden from consumers
@@ -173,12 +182,11 @@ class Claim:
     def read(self, max_size: int | None = None) -> bytes:
         """The claimed file's bytes: a regular file only (a FIFO or link is refused, not opened);
         QConsoleError, before reading, when it is larger than ``max_size``."""
-        return self.c.read(self.path, max_size=max_size)
+        return self.d.read(self.claim_name, max_size=max_size)
 
     def restore(self) -> bool:
         """Put the message back where it was (never over another file)."""
         return self.c.link_noclobber(self.path, self.src)
-
 
 
 def write_tmp(c: safety.Confined, dest_dir: str, data: bytes, token: str, gid: int) -> tuple[str, int]:
@@ -188,7 +196,7 @@ def write_tmp(c: safety.Confined, dest_dir: str, data: bytes, token: str, gid: i
     ``gid``: the destination's group (one stat per operation, not per message).
     """
     name = owned_name(TMP, token)
-    return name, c.write_new_open(os.path.join(dest_dir, name), data, gid)
+    return name, c.in_dir(dest_dir, gid).create(name, data)
 
 
 # --------------------------------------------------------------------------- recovery

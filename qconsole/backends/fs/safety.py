@@ -210,6 +210,7 @@ class Confined:
         #: a parent directory's path -> its checked components (a bulk operation names the
         #: same queue directory for every message: split and checked once, not per message)
         self._parents: dict[str, tuple[str, ...]] = {}
+        self._in_dirs: dict[tuple[str, int | None], InDir] = {}
 
     def __enter__(self) -> Confined:
         return self
@@ -218,6 +219,7 @@ class Confined:
         self.close()
 
     def close(self) -> None:
+        self._in_dirs = {}
         fds, self._fds = self._fds, {}
         for fd in fds.values():
             try:
@@ -228,6 +230,7 @@ class Confined:
     def forget(self, path: str) -> None:
         """Drop cached descriptors at and below ``path`` (after removing that directory)."""
         comps = _split(self.root, path)
+        self._in_dirs = {}  # (their descriptors may be among those closed)
         for key in [k for k in self._fds if k[: len(comps)] == comps]:
             try:
                 os.close(self._fds.pop(key))
@@ -270,6 +273,13 @@ class Confined:
 
     def dir(self, path: str) -> int:
         return self.dirfd(_split(self.root, path))
+
+    def in_dir(self, path: str, gid: int | None = None) -> InDir:
+        """The directory ``path`` for many files in it (:class:`InDir`), made once per operation."""
+        d = self._in_dirs.get((path, gid))
+        if d is None:
+            d = self._in_dirs[(path, gid)] = InDir(self, path, gid)
+        return d
 
     # ------------------------------------------------------------------ looking
 
@@ -578,6 +588,21 @@ class InDir:
             return True
         except FileNotFoundError:
             return False
+
+    def read(self, name: str, max_size: int | None = None) -> bytes:
+        """:meth:`Confined.read` of a file in the directory: a regular file's bytes (a link,
+        FIFO or device refused, not opened); QConsoleError when larger than ``max_size``."""
+        try:
+            f = os.open(check_name(name), _READ_FLAGS, dir_fd=self.fd)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise UnsafePathError(f"{_rel(self.c.root, os.path.join(self.path, name))}: a symlink; "
+                                      "not followed") from None
+            raise
+        try:
+            return _read_fd(f, lambda: _rel(self.c.root, os.path.join(self.path, name)), None, max_size)
+        finally:
+            os.close(f)
 
     def _lexists(self, name: str) -> bool:
         try:
