@@ -8,15 +8,17 @@ its own clash check: a listing of the whole queue, so ``publish -n 60000`` was q
    publish protocol; ddmq: a qconsole temp file), left open;
 2. checked together: the layout's ``check`` may re-place some (VSQS: one listing after every
    create of the batch is the clash check of all of them);
-3. fsynced side by side by worker threads (they share the file system's journal commits);
+3. made durable together (:class:`.durable.Barrier`: one syncfs of their file system, or an
+   fsync of each by worker threads);
 4. renamed into place in order, each id counted as published the moment its rename lands;
    the directory fsynced once the batch is renamed.
 
 A failure or ctrl+c takes back every copy of the batch not renamed yet (it was never a message);
-what was renamed stays published and is reported. ctrl+c is held back (:class:`CtrlCHeld`)
-between a copy's create and its place in the batch, and between its rename and its count: it
-lands most often right after a system call returns, which left a ``.new`` nobody knew of, or a
-published id the audit line missed (:mod:`.interrupts`; SIGTERM is taken as ctrl+c). A kill
+what was renamed stays published and is reported. ctrl+c is held back (:class:`CtrlCHeld`) for
+the batch and acted on before its next copy or its barrier (from the barrier on, once the batch
+is published): it lands most often right after a system call returns, which left a ``.new``
+nobody knew of, or a published id the audit line missed (:mod:`.interrupts`; SIGTERM is taken
+as ctrl+c). A kill
 leaves at most one batch of temp files, which ``recover`` removes with the VSQS ``.new`` names
 linked to them (:class:`Copy`'s ``tmp``).
 """
