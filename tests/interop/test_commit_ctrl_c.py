@@ -19,16 +19,19 @@ from sigint_helper import restore_sigint
 from test_transfer_ctrl_c_twice import N, _inventory, _root
 
 
+# the 10th commit rename: the first batch's, committed by add(); the 266th: the second's,
+# committed by flush() with the last (short) batch still to go
+@pytest.mark.parametrize("at,committed", [(10, 256), (266, 512)])
 @pytest.mark.parametrize("layout,action", [("vsqs", "move"), ("ddmq", "move"), ("ddmq", "requeue")])
 def test_ctrl_c_during_a_commit_finishes_the_batch_counts_it_and_puts_the_rest_back(tmp_path, monkeypatch,
-                                                                                     layout, action):
+                                                                                     layout, action, at, committed):
     root = _root(tmp_path, layout)
     real_rename, renames = safety.InDir.rename, [0]
 
     def rename(self, src, dst):
         if not dst.startswith(".qconsole-"):  # a commit rename (a claim's goes to .qconsole-claim-...)
             renames[0] += 1
-            if renames[0] == 10:  # the first batch's tenth
+            if renames[0] == at:
                 os.kill(os.getpid(), signal.SIGINT)
         return real_rename(self, src, dst)
 
@@ -48,10 +51,10 @@ def test_ctrl_c_during_a_commit_finishes_the_batch_counts_it_and_puts_the_rest_b
     assert not left, f"left for recover: {sorted(left)[:3]}"
     assert texts == Counter(f"m-{i}" for i in range(N))  # each message once
     rec = json.loads(open(audit).read().splitlines()[-1])
-    assert rec["outcome"] == "interrupted" and rec["count"] == 256, rec
+    assert rec["outcome"] == "interrupted" and rec["count"] == committed, rec
     if action == "move":
         moved = [n for n in os.listdir(os.path.join(root, "d")) if n not in ("work", "ddmq.yaml")]
-        assert len(moved) == 256
+        assert len(moved) == committed
     else:
         ready = [n for n in os.listdir(os.path.join(root, "q")) if ".ddmq" in n]
-        assert len(ready) == 256
+        assert len(ready) == committed

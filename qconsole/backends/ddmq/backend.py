@@ -178,7 +178,7 @@ class DdmqBackend(FileBackend):
         self.partial = Partial(outcomes=out)  # the committed ones, if it stops early
         with safety.Confined(self.path) as c:
             gid = c.dir_gid(qdir)
-            with batches.BatchWriter(c, qdir, queue, size=self.REQUEUE_BATCH) as writer:
+            with batches.BatchWriter(c, qdir, queue, out, size=self.REQUEUE_BATCH) as writer:
                 for msg in msgs:
                     self.tick(len(out) + len(writer), len(msgs))
                     claim = claims.Claim(c, qdir, msg.relpath)
@@ -204,8 +204,8 @@ class DdmqBackend(FileBackend):
                         batches.drop_tmp(c, qdir, claim.token)
                         claim.restore()
                         raise
-                    out.extend((mid, None) for mid in writer.add(msg.id, claim, placement, fd))
-                out.extend((mid, None) for mid in writer.flush())
+                    writer.add(msg.id, claim, placement, fd)
+                writer.flush()
         self.tick(len(msgs), len(msgs))
         return out
 

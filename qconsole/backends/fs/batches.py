@@ -90,9 +90,11 @@ class BatchWriter:
     spent waiting on the barrier alone). At most two batches are claimed at once.
     """
 
-    def __init__(self, c: safety.Confined, journal_dir: str, dest_queue: str, *, size: int = BATCH_SIZE,
-                 check: Callable[[list[Entry]], None] | None = None) -> None:
+    def __init__(self, c: safety.Confined, journal_dir: str, dest_queue: str, outcomes: list[tuple[Any, str | None]],
+                 *, size: int = BATCH_SIZE, check: Callable[[list[Entry]], None] | None = None) -> None:
         self.c, self.journal_dir, self.dest, self.size, self.check = c, journal_dir, dest_queue, size, check
+        #: (key, None) of each entry as its batch commits: the caller's record, whatever stops it after
+        self.outcomes = outcomes
         self.pending: list[Entry] = []  # being prepared
         #: the batch whose sync runs, not committed yet: (entries, its sync's futures); it is
         #: set before the sync is handed out, so an interrupt anywhere leaves its entries findable
@@ -119,39 +121,40 @@ class BatchWriter:
             with CtrlCHeld():  # (the pool's own machinery is never cut half-way: see _start_sync)
                 self.barrier.shutdown(wait=True)
 
-    def add(self, key: Any, claim: Claim, placement: Placement, fd: int | None) -> list[Any]:
+    def add(self, key: Any, claim: Claim, placement: Placement, fd: int | None) -> None:
         """Take a prepared copy (``fd``: its tmp, written, still open: synced and closed at the
-        batch's barrier); the keys committed by this call (the batch before a full one)."""
+        batch's barrier); a full batch commits the one before it."""
         self.pending.append(Entry(key, claim, placement, fd))
         if self.stop:
             raise KeyboardInterrupt  # (this entry is taken: abort() puts it back)
         if len(self.pending) < self.size:
-            return []
+            return
         prior = self.syncing
         if prior is not None:
             self.failed = prior[0]  # until committed, abort() judges them from here
         self._start_sync()  # (syncing is the new batch now)
-        return self._commit(*prior) if prior is not None else []
+        if prior is not None:
+            self._commit(*prior)
 
     def __len__(self) -> int:
         return len(self.pending) + (len(self.syncing[0]) if self.syncing is not None else 0)
 
-    def flush(self) -> list[Any]:
-        """Commit everything taken; the keys committed."""
+    def flush(self) -> None:
+        """Commit everything taken."""
         if self.stop:
             raise KeyboardInterrupt
-        done: list[Any] = []
         if self.syncing is not None:
             prior = self.syncing
             self.failed, self.syncing = prior[0], None
-            done += self._commit(*prior)
+            self._commit(*prior)
+        if self.pending and self.stop:  # (a ctrl+c during that commit: the last batch goes back)
+            raise KeyboardInterrupt
         if self.pending:
             self._start_sync()
             last = self.syncing
             assert last is not None
             self.failed, self.syncing = last[0], None
-            done += self._commit(*last)
-        return done
+            self._commit(*last)
 
     def _start_sync(self) -> None:
         """The pending batch becomes :attr:`syncing`, then its copies go to the barrier."""
@@ -166,8 +169,9 @@ class BatchWriter:
         with CtrlCHeld():
             batch[1].extend(self.barrier.start([e.fd for e in batch[0] if e.fd is not None]))
 
-    def _commit(self, entries: list[Entry], futures: list[Future]) -> list[Any]:
-        """Commit ``entries`` (held in :attr:`failed` meanwhile, for abort() to judge)."""
+    def _commit(self, entries: list[Entry], futures: list[Future]) -> None:
+        """Commit ``entries`` (held in :attr:`failed` meanwhile, for abort() to judge); their
+        keys go to :attr:`outcomes`."""
         _first_error(futures)  # the barrier: every copy of the batch on disk
         for e in entries:
             _close(e)
@@ -178,8 +182,8 @@ class BatchWriter:
         c = self.c
         # ctrl+c held for the batch's commit (a few ms of renames and unlinks): landing between
         # an entry's rename and its claim's drop it left the entry for recover to judge. One
-        # that came meanwhile stops the writer at its next add() or flush(), once the caller
-        # has counted these keys (raised here, a committed batch went unreported)
+        # that came meanwhile stops the writer at its next add() or flush(), once these keys
+        # are in outcomes (raised here, a committed batch went unreported)
         hold = CtrlCHeld(reraise=False)
         with hold:
             for at in range(0, len(entries), COMMIT_CHUNK):
@@ -208,8 +212,8 @@ class BatchWriter:
             c.unlink(journal)
             self.journal = None
             self.failed = []
+            self.outcomes.extend((e.key, None) for e in entries)
         self.stop = self.stop or hold.came
-        return [e.key for e in entries]
 
     def _in(self, path: str) -> safety.InDir:
         return self.c.in_dir(path)

@@ -425,7 +425,7 @@ class FileBackend(Backend):
         msgs = sorted(msgs, key=lambda m: (m.created_at or 0.0, m.id))
         with safety.Confined(self.path) as c:
             place, check = self.move_placer(c, dest, dest_dir)  # refuses bad DEST settings before any claim
-            with batches.BatchWriter(c, src_dir, dest, size=self.MOVE_BATCH, check=check) as writer:
+            with batches.BatchWriter(c, src_dir, dest, outcomes, size=self.MOVE_BATCH, check=check) as writer:
                 for msg in msgs:
                     self.tick(len(outcomes) + len(writer), len(msgs))
                     claim = claims.Claim(c, src_dir, msg.relpath)
@@ -446,8 +446,8 @@ class FileBackend(Backend):
                         batches.drop_tmp(c, dest_dir, claim.token)
                         claim.restore()
                         raise
-                    outcomes.extend((mid, None) for mid in writer.add(msg.id, claim, placement, fd))
-                outcomes.extend((mid, None) for mid in writer.flush())
+                    writer.add(msg.id, claim, placement, fd)
+                writer.flush()
         self.tick(len(msgs), len(msgs))
         return outcomes
 
