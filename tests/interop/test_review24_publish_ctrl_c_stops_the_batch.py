@@ -28,8 +28,8 @@ def test_a_ctrl_c_at_a_batchs_second_copy_stops_it_there(tmp_path, monkeypatch, 
     if layout == "ddmq":
         open(os.path.join(root, "q", "ddmq.yaml"), "w").close()
     creates = [0]
-    # the copies' creates: ddmq's through InDir, VSQS's temp files through Confined
-    real_create, real_open = safety.InDir.create, safety.Confined.write_new_open
+    # the copies' creates (ddmq's, and VSQS's temp files): through InDir
+    real_create = safety.InDir.create
 
     def counted(n: int) -> None:
         creates[0] += 1
@@ -41,13 +41,7 @@ def test_a_ctrl_c_at_a_batchs_second_copy_stops_it_there(tmp_path, monkeypatch, 
         counted(1)
         return fd
 
-    def write_new_open(self, *a, **k):
-        fd = real_open(self, *a, **k)
-        counted(1)
-        return fd
-
     monkeypatch.setattr(safety.InDir, "create", create)
-    monkeypatch.setattr(safety.Confined, "write_new_open", write_new_open)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, as in `qconsole`
     previous_term = signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (publish takes it as ctrl+c)
     try:

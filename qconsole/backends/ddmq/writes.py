@@ -72,7 +72,7 @@ def publish(c: safety.Confined, queue_dir: str, queue: str, texts: list[str], do
     its rename lands."""
     from ..fs.publish_batches import Copy, publish_batched
 
-    d = safety.InDir(c, queue_dir, c.dir_gid(queue_dir))
+    d = c.in_dir(queue_dir, c.dir_gid(queue_dir))
 
     def place(text: str) -> Copy:
         body = new_body(queue, text, **fields)

@@ -191,7 +191,7 @@ class BatchWriter:
                 dirs: dict[str, safety.InDir] = {}
                 for e in chunk:
                     p = e.placement
-                    d = dirs[p.dest_dir] = self._in(p.dest_dir)
+                    d = dirs[p.dest_dir] = c.in_dir(p.dest_dir)
                     if not d.rename(p.commit_from, p.final):
                         # only we know the tmp/.new name: left with the journal for recover
                         raise OSError(errno.ENOENT, "commit rename lost its source",
@@ -214,9 +214,6 @@ class BatchWriter:
             self.failed = []
             self.outcomes.extend((e.key, None) for e in entries)
         self.stop = self.stop or hold.came
-
-    def _in(self, path: str) -> safety.InDir:
-        return self.c.in_dir(path)
 
     def _write_journal(self, entries: list[Entry]) -> str:
         token = new_token()

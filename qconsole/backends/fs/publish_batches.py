@@ -77,7 +77,7 @@ def _publish_batched(c: safety.Confined, queue_dir: str, items: Sequence[Any], p
                      check: Callable[[list[Copy]], None] | None, tick: Callable[[int, int], None] | None,
                      size: int) -> None:
     total = len(items)
-    d = safety.InDir(c, queue_dir)
+    d = c.in_dir(queue_dir)
     barrier = Barrier()
     try:
         for start in range(0, total, size):

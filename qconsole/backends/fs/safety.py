@@ -478,18 +478,6 @@ class Confined:
             raise
         os.close(f)
 
-    def write_new_open(self, path: str, data: bytes, gid: int | None = None) -> int:
-        """Create ``path`` exclusively and write it; the descriptor stays open for the caller
-        to fsync and close (a batch syncs many at once). Removed again on failure."""
-        f = self.create_exclusive(path, gid)
-        try:
-            write_all(f, data)
-        except BaseException:
-            os.close(f)
-            self.unlink(path)
-            raise
-        return f
-
     def replace_file(self, path: str, data: bytes, tmp_name: str, *, mode: int | None = None) -> None:
         """Write ``tmp_name`` beside ``path``, fsync, rename over ``path`` (a link there is
         replaced, never written through)."""
@@ -583,11 +571,7 @@ class InDir:
             return self._lexists(dst) and not self._lexists(src)
 
     def unlink(self, name: str) -> bool:
-        try:
-            os.unlink(check_name(name), dir_fd=self.fd)
-            return True
-        except FileNotFoundError:
-            return False
+        return unlink_at(self.fd, name)
 
     def read(self, name: str, max_size: int | None = None) -> bytes:
         """:meth:`Confined.read` of a file in the directory: a regular file's bytes (a link,
